@@ -1,0 +1,67 @@
+/**
+ * Dependency direction (STYLE.md "Layering, one direction only"):
+ *   methodology  <-  actors  <-  streams, store  <-  http  <-  main.ts
+ * catalog and wire sit beside actors: they may use methodology only.
+ * A wrong import fails `npm test`.
+ */
+const IO_MODULES = "^(node:)?(fs|fs/promises|net|http|https|http2|dgram|dns|tls|child_process|cluster|worker_threads|os|process|readline|vm)$";
+module.exports = {
+  forbidden: [
+    {
+      name: "methodology-is-pure",
+      comment: "src/methodology is pure math: no I/O module and no other src folder.",
+      severity: "error",
+      from: { path: "^src/methodology/" },
+      to: { pathNot: "^src/methodology/|^node_modules/(decimal\\.js|canonicalize)/|^(node:)?crypto$" },
+    },
+    {
+      name: "methodology-no-io-modules",
+      severity: "error",
+      from: { path: "^src/methodology/" },
+      to: { path: IO_MODULES },
+    },
+    {
+      name: "catalog-and-wire-use-methodology-only",
+      severity: "error",
+      from: { path: "^src/(catalog|wire)/" },
+      to: { path: "^src/(actors|streams|store|http|cli)/|^src/main\\.ts$" },
+    },
+    {
+      name: "actors-no-io",
+      comment: "actors import no store, http or nats (and no I/O module).",
+      severity: "error",
+      from: { path: "^src/actors/" },
+      to: { path: "^src/(streams|store|http|cli)/|^src/main\\.ts$|^node_modules/(@nats-io|pg|kysely|@electric-sql|uWebSockets\\.js)/" },
+    },
+    {
+      name: "actors-no-io-modules",
+      severity: "error",
+      from: { path: "^src/actors/" },
+      to: { path: IO_MODULES },
+    },
+    {
+      name: "streams-and-store-not-above",
+      severity: "error",
+      from: { path: "^src/(streams|store)/" },
+      to: { path: "^src/(http|cli)/|^src/main\\.ts$" },
+    },
+    {
+      name: "http-not-above",
+      severity: "error",
+      from: { path: "^src/http/" },
+      to: { path: "^src/cli/|^src/main\\.ts$" },
+    },
+    {
+      name: "no-circular",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] },
+  },
+};

@@ -1,0 +1,34 @@
+// Lint: the typescript-eslint recommended set plus the rules this codebase relies on.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["node_modules/**", "data/**", "dist/**", "test-results/**", "coverage/**"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ["**/*.ts"],
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/consistent-type-imports": "error",
+      "no-restricted-globals": ["error", { name: "parseFloat", message: "Use Decimal; floats never touch prices." }],
+      eqeqeq: ["error", "always", { null: "ignore" }],
+    },
+  },
+  {
+    files: ["src/methodology/**/*.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        { selector: "CallExpression[callee.name='Number']", message: "The methodology stays decimal: no Number()." },
+        { selector: "CallExpression[callee.name='parseFloat']", message: "The methodology stays decimal." },
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: "No wall clock in the methodology." },
+        { selector: "MemberExpression[object.name='Date'][property.name='now']", message: "No wall clock in the methodology." },
+      ],
+    },
+  },
+  {
+    files: ["bin/**/*.js", "eslint.config.js"],
+    languageOptions: { globals: { process: "readonly", console: "readonly" } },
+  },
+);

@@ -1,0 +1,258 @@
+import { Subject, type Observable } from "rxjs";
+import { createActor, type Actor } from "xstate";
+import type { Clock } from "../clock.ts";
+import {
+  METHODOLOGY_VERSION,
+  deadlineOf,
+  timestampToWire,
+  type AssetState,
+  type Band,
+  type Confidence,
+  type Decimal,
+  type EpochMs,
+  type GateName,
+  type MethodologyAsset,
+  type PegState,
+  type Receipt,
+  type Sample,
+  type SkipReason,
+  type StepOptions,
+  type Trigger,
+} from "../methodology/index.ts";
+import { bandMachine, type BandEmitted } from "./band-machine.ts";
+import { assetStateFromJSON, assetStateToJSON, SnapshotFormatError, type AssetStateJSON } from "./persist.ts";
+
+/** What the host needs of a catalog asset (a CatalogAsset satisfies it). */
+export interface HostAsset {
+  readonly symbol: string;
+  readonly mint: string;
+  /** The catalog entry exactly as shipped; hashed into receipts. */
+  readonly entry: unknown;
+  readonly methodology: MethodologyAsset;
+}
+
+/** Every published recompute of one asset (a sample or a dwell-timer evaluation). */
+export interface StateEvent {
+  readonly kind: "state";
+  readonly asset: string;
+  readonly mint: string;
+  /** The evaluation instant. */
+  readonly now: EpochMs;
+  readonly trigger: Trigger;
+  readonly state: PegState;
+  readonly previous_state: PegState | null;
+  readonly band: Band;
+  readonly gate: GateName | null;
+  readonly state_reason: "premium_sanity" | null;
+  /** d_smooth. */
+  readonly discount: Decimal;
+  readonly discount_raw: Decimal;
+  readonly confidence: Confidence;
+  readonly sample: Sample;
+  /** True when this recompute changed the published state (a transition event follows). */
+  readonly transition: boolean;
+  /** The asset's engine state after this event's step. */
+  readonly engine: AssetState;
+}
+
+/** A published-state change with its receipt. Emitted right after the state event of the same decision. */
+export interface TransitionEvent {
+  readonly kind: "transition";
+  readonly receipt: Receipt;
+}
+
+export type HostEvent = StateEvent | TransitionEvent;
+
+export type IngestResult =
+  | { readonly status: "accepted" }
+  | { readonly status: "skipped"; readonly reason: SkipReason }
+  | { readonly status: "unknown_asset" };
+
+/** All actors' engine states, keyed by mint: what the host persists and restores. */
+export interface HostSnapshot {
+  readonly version: 1;
+  readonly methodology_version: string;
+  readonly taken_at: string;
+  readonly assets: Readonly<Record<string, AssetStateJSON>>;
+}
+
+export interface ActorHostOptions {
+  readonly assets: readonly HostAsset[];
+  readonly clock: Clock;
+  /** Hashed into every receipt ("" when unknown). */
+  readonly gitSha: string;
+  readonly step?: StepOptions;
+}
+
+interface Slot {
+  readonly asset: HostAsset;
+  actor: Actor<typeof bandMachine>;
+  lastSkip: SkipReason | null;
+}
+
+/**
+ * One band-machine actor per asset, all on the injected clock. `ingest` routes a sample to its asset's actor; the
+ * `events$` stream carries every published recompute and every transition with its receipt, in decision order per
+ * asset (emission is synchronous inside `ingest` or the dwell timer). `snapshot()`/`restore()` move every actor's
+ * state through JSON without losing a pending dwell: deadlines are data and are re-armed on restore.
+ */
+export class ActorHost {
+  readonly #clock: Clock;
+  readonly #gitSha: string;
+  readonly #step: StepOptions;
+  readonly #bySymbol = new Map<string, Slot>();
+  readonly #byMint = new Map<string, Slot>();
+  readonly #events = new Subject<HostEvent>();
+  #stopped = false;
+
+  /** Every published recompute and every transition, in order per asset. Hot; completes on `stop()`. */
+  readonly events$: Observable<HostEvent> = this.#events.asObservable();
+
+  constructor(options: ActorHostOptions) {
+    this.#clock = options.clock;
+    this.#gitSha = options.gitSha;
+    this.#step = options.step ?? { intrinsicLivenessGate: false };
+    for (const asset of options.assets) {
+      if (this.#bySymbol.has(asset.symbol)) throw new Error(`duplicate asset symbol ${asset.symbol}`);
+      if (this.#byMint.has(asset.mint)) throw new Error(`duplicate asset mint ${asset.mint}`);
+      const slot: Slot = { asset, actor: this.#spawn(asset, undefined), lastSkip: null };
+      this.#bySymbol.set(asset.symbol, slot);
+      this.#byMint.set(asset.mint, slot);
+      this.#wire(slot);
+      slot.actor.start();
+    }
+  }
+
+  get size(): number {
+    return this.#bySymbol.size;
+  }
+
+  /** Routes a sample to its asset's actor (by exact symbol) and evaluates it at the clock's `now`. */
+  ingest(sample: Sample): IngestResult {
+    if (this.#stopped) throw new Error("the actor host is stopped");
+    const slot = this.#bySymbol.get(sample.asset);
+    if (slot === undefined) return { status: "unknown_asset" };
+    slot.lastSkip = null;
+    slot.actor.send({ type: "SAMPLE", sample, now: this.#clock.now() });
+    return slot.lastSkip === null ? { status: "accepted" } : { status: "skipped", reason: slot.lastSkip };
+  }
+
+  /** The engine state of one asset, by symbol or mint. */
+  engineState(key: string): AssetState | undefined {
+    const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
+    return slot?.actor.getSnapshot().context.engine;
+  }
+
+  /** The published machine state value of one asset ("cold" before its first accepted sample). */
+  machineState(key: string): string | undefined {
+    const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
+    return slot === undefined ? undefined : String(slot.actor.getSnapshot().value);
+  }
+
+  /** The dwell deadline an asset's actor has armed, or null. */
+  deadline(key: string): EpochMs | null {
+    const state = this.engineState(key);
+    return state === undefined ? null : deadlineOf(state);
+  }
+
+  snapshot(): HostSnapshot {
+    const assets: Record<string, AssetStateJSON> = {};
+    for (const [mint, slot] of this.#byMint) assets[mint] = assetStateToJSON(slot.actor.getSnapshot().context.engine);
+    return { version: 1, methodology_version: METHODOLOGY_VERSION, taken_at: timestampToWire(this.#clock.now()), assets };
+  }
+
+  /**
+   * Replaces the state of every asset present in the snapshot (others keep theirs). Each actor is recreated from its
+   * engine state and resumed at the clock's now: a deadline that passed while the process was down is evaluated at
+   * its own instant (so the receipt freezes the deadline, not the restore time), then the next one is armed.
+   * Unknown mints are ignored; a malformed entry throws before anything is replaced.
+   */
+  restore(snapshot: unknown): void {
+    if (typeof snapshot !== "object" || snapshot === null) throw new SnapshotFormatError("snapshot", "must be an object");
+    const s = snapshot as Record<string, unknown>;
+    if (s["version"] !== 1) throw new SnapshotFormatError("version", "must be 1");
+    if (s["methodology_version"] !== METHODOLOGY_VERSION) {
+      throw new SnapshotFormatError("methodology_version", `must be ${METHODOLOGY_VERSION}`);
+    }
+    const assets = s["assets"];
+    if (typeof assets !== "object" || assets === null) throw new SnapshotFormatError("assets", "must be an object");
+    const parsed: [Slot, AssetState][] = [];
+    for (const [mint, value] of Object.entries(assets)) {
+      const slot = this.#byMint.get(mint);
+      if (slot === undefined) continue;
+      try {
+        parsed.push([slot, assetStateFromJSON(value)]);
+      } catch (e) {
+        if (e instanceof SnapshotFormatError) throw new SnapshotFormatError(`assets.${mint}.${e.field}`, e.message);
+        throw e;
+      }
+    }
+    for (const [slot, state] of parsed) this.restoreAsset(slot.asset.mint, state);
+  }
+
+  /** Replaces one asset's engine state and resumes its actor (see `restore`). */
+  restoreAsset(key: string, state: AssetState): void {
+    const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
+    if (slot === undefined) throw new Error(`unknown asset ${key}`);
+    slot.actor.stop();
+    slot.actor = this.#spawn(slot.asset, state);
+    this.#wire(slot);
+    slot.actor.start();
+    slot.actor.send({ type: "RESUME", now: this.#clock.now() });
+  }
+
+  /** Stops every actor (cancelling their timers) and completes `events$`. Idempotent. */
+  stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const slot of this.#bySymbol.values()) slot.actor.stop();
+    this.#events.complete();
+  }
+
+  #spawn(asset: HostAsset, engine: AssetState | undefined): Actor<typeof bandMachine> {
+    const input = {
+      asset: asset.methodology,
+      catalogEntry: asset.entry,
+      gitSha: this.#gitSha,
+      options: this.#step,
+      ...(engine === undefined ? {} : { engine }),
+    };
+    return createActor(bandMachine, { input, clock: this.#clock });
+  }
+
+  #wire(slot: Slot): void {
+    const { asset } = slot;
+    slot.actor.on("*", (e: BandEmitted) => {
+      switch (e.type) {
+        case "skipped":
+          slot.lastSkip = e.reason;
+          return;
+        case "decision": {
+          const { inputs, computed } = e.decision;
+          this.#events.next({
+            kind: "state",
+            asset: asset.symbol,
+            mint: asset.mint,
+            now: inputs.now,
+            trigger: inputs.trigger,
+            state: computed.final_state,
+            previous_state: inputs.previous_state,
+            band: computed.band,
+            gate: computed.gate,
+            state_reason: e.decision.state_reason,
+            discount: computed.discount_smooth,
+            discount_raw: computed.discount_raw,
+            confidence: computed.confidence,
+            sample: e.decision.sample,
+            transition: e.decision.transition,
+            engine: e.engine,
+          });
+          return;
+        }
+        case "transition":
+          this.#events.next({ kind: "transition", receipt: e.receipt });
+          return;
+      }
+    });
+  }
+}

@@ -1,0 +1,60 @@
+import { loadShippedCatalog } from "../catalog/index.ts";
+import { ConfigError, parseConfig } from "../config.ts";
+import { catalogCommand } from "./catalog.ts";
+import { EXIT, writeLine, type CliIO } from "./io.ts";
+import { replayCommand } from "./replay.ts";
+import { scenariosCommand } from "./scenarios.ts";
+import { verifyCommand } from "./verify.ts";
+
+export type { CliIO } from "./io.ts";
+
+const USAGE = `peg-oracle — peg-risk oracle for Solana tokens (methodology 1.0.0)
+
+usage:
+  peg-oracle serve                                  run the service (configuration from the environment)
+  peg-oracle replay <scenario.jsonl|name> [--bundles DIR] [--until RFC3339]
+                                                    replay a scenario through the engine on a simulated clock
+  peg-oracle verify <bundle.json|url> [--json]      verify a replay bundle offline (exit 0 pass, 1 mismatch,
+                                                    2 invalid input, 3 other methodology version)
+  peg-oracle scenarios [--json]                     list the shipped scenario library
+  peg-oracle catalog [--json] [--all]               list the tracked assets`;
+
+/** Runs one CLI command and resolves with its exit code. `serve` resolves when the service has shut down. */
+export async function runCli(argv: readonly string[], io: CliIO): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === "help" || command === "--help" || command === "-h") {
+    writeLine(command === undefined ? io.stderr : io.stdout, USAGE);
+    return command === undefined ? EXIT.usage : EXIT.ok;
+  }
+  if (command === "verify") return verifyCommand(rest, io);
+  if (command === "scenarios") return scenariosCommand(rest, io);
+  let config;
+  try {
+    config = parseConfig(io.env);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      writeLine(io.stderr, e.message);
+      return EXIT.usage;
+    }
+    throw e;
+  }
+  const catalog = loadShippedCatalog();
+  switch (command) {
+    case "replay":
+      return replayCommand(rest, io, {
+        catalog,
+        gitSha: config.gitSha,
+        intrinsicLivenessGate: config.intrinsicLivenessGate,
+      });
+    case "catalog":
+      return catalogCommand(rest, io, catalog);
+    case "serve": {
+      // Loaded on demand: the offline commands never pull in the feeds.
+      const { serveCommand } = await import("./serve.ts");
+      return serveCommand(rest, io, { config, catalog });
+    }
+    default:
+      writeLine(io.stderr, `unknown command "${command}"\n\n${USAGE}`);
+      return EXIT.usage;
+  }
+}

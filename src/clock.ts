@@ -1,0 +1,152 @@
+/**
+ * The one injected clock (STYLE.md "One injected clock"). Actors (as xstate's `clock`), stores and staleness checks
+ * take a Clock; nothing else reads the wall clock.
+ */
+export interface Clock {
+  /** Epoch milliseconds. */
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(id: unknown): void;
+}
+
+/** The process wall clock. */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (id) => clearTimeout(id as ReturnType<typeof setTimeout>),
+};
+
+interface Timer {
+  readonly id: number;
+  readonly due: number;
+  readonly fn: () => void;
+}
+
+function before(a: Timer, b: Timer): boolean {
+  return a.due < b.due || (a.due === b.due && a.id < b.id);
+}
+
+/**
+ * A clock that moves only when told to, for replay and tests (after xstate's SimulatedClock). Timers fire in due
+ * order (ties in scheduling order) and each fires with `now()` equal to its own due instant, so a dwell timer's
+ * evaluation sees exactly its deadline. Timers live in a binary heap; cleared ones are dropped lazily.
+ */
+export class SimulatedClock implements Clock {
+  #now: number;
+  #seq = 0;
+  #heap: Timer[] = [];
+  #live = new Set<number>();
+
+  constructor(startMs = 0) {
+    this.#now = startMs;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  setTimeout(fn: () => void, ms: number): number {
+    const id = ++this.#seq;
+    this.#push({ id, due: this.#now + Math.max(0, ms), fn });
+    this.#live.add(id);
+    return id;
+  }
+
+  clearTimeout(id: unknown): void {
+    if (typeof id === "number") this.#live.delete(id);
+  }
+
+  /** Number of timers not yet fired or cleared. */
+  get pending(): number {
+    return this.#live.size;
+  }
+
+  /** The earliest pending due instant, or null. */
+  nextDue(): number | null {
+    this.#dropCleared();
+    return this.#heap[0]?.due ?? null;
+  }
+
+  /** Moves time forward to `ms`, firing every timer due at or before it (including ones scheduled while firing). */
+  set(ms: number): void {
+    if (ms < this.#now) throw new RangeError(`a simulated clock never goes back (${ms} < ${this.#now})`);
+    for (;;) {
+      this.#dropCleared();
+      const next = this.#heap[0];
+      if (next === undefined || next.due > ms) break;
+      this.#pop();
+      this.#live.delete(next.id);
+      this.#now = next.due;
+      next.fn();
+    }
+    this.#now = ms;
+  }
+
+  increment(ms: number): void {
+    this.set(this.#now + ms);
+  }
+
+  #dropCleared(): void {
+    while (this.#heap.length > 0 && !this.#live.has(this.#heap[0]!.id)) this.#pop();
+  }
+
+  #push(t: Timer): void {
+    const h = this.#heap;
+    h.push(t);
+    let i = h.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!before(h[i]!, h[parent]!)) break;
+      [h[i], h[parent]] = [h[parent]!, h[i]!];
+      i = parent;
+    }
+  }
+
+  #pop(): void {
+    const h = this.#heap;
+    const last = h.pop()!;
+    if (h.length === 0) return;
+    h[0] = last;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1, r = l + 1;
+      let m = i;
+      if (l < h.length && before(h[l]!, h[m]!)) m = l;
+      if (r < h.length && before(h[r]!, h[m]!)) m = r;
+      if (m === i) break;
+      [h[i], h[m]] = [h[m]!, h[i]!];
+      i = m;
+    }
+  }
+}
+
+/**
+ * A clock that runs `speed` times faster than `base`, starting at `origin`: scenario feeds replay history at
+ * SCENARIO_SPEED with every dwell window scaled alike, and receipts carry scenario time.
+ */
+export class ScaledClock implements Clock {
+  readonly #base: Clock;
+  readonly #origin: number;
+  readonly #startedAt: number;
+  readonly #speed: number;
+
+  constructor(origin: number, speed: number, base: Clock = systemClock) {
+    if (!(speed > 0) || !Number.isFinite(speed)) throw new RangeError("speed must be a positive finite number");
+    this.#base = base;
+    this.#origin = origin;
+    this.#startedAt = base.now();
+    this.#speed = speed;
+  }
+
+  now(): number {
+    return this.#origin + Math.floor((this.#base.now() - this.#startedAt) * this.#speed);
+  }
+
+  setTimeout(fn: () => void, ms: number): unknown {
+    return this.#base.setTimeout(fn, Math.max(0, Math.ceil(ms / this.#speed)));
+  }
+
+  clearTimeout(id: unknown): void {
+    this.#base.clearTimeout(id);
+  }
+}

@@ -1,0 +1,427 @@
+/**
+ * Service configuration: the one place environment text becomes typed values (addendum G).
+ *
+ * `parseConfig` never reads `process.env` itself; `main.ts` passes the environment in, so tests and the CLI can build
+ * a configuration from a plain object. Every problem is collected before anything throws, so an operator fixes a
+ * broken deployment in one round trip instead of one variable per restart.
+ */
+import { isIP } from "node:net";
+import { join } from "node:path";
+import { DEFAULT_SUSTAINED_SECS, parseDecimal } from "./methodology/index.ts";
+
+/** Where samples come from. `scenario` replays `scenarios/<name>.jsonl` on a simulated clock. */
+export type FeedConfig =
+  | { readonly kind: "sim" }
+  | { readonly kind: "live" }
+  | { readonly kind: "scenario"; readonly name: string };
+
+/** Where rows are stored. Unset `DATABASE_URL` means an embedded PGlite database under `DATA_DIR/pg`. */
+export type DatabaseConfig =
+  | { readonly kind: "pglite"; readonly dataDir: string }
+  | { readonly kind: "postgres"; readonly url: string };
+
+/** Which NATS to use. Unset `NATS_URL` means the service starts its own nats-server with its store in `DATA_DIR/nats`. */
+export type NatsConfig =
+  | { readonly kind: "embedded"; readonly storeDir: string }
+  | { readonly kind: "external"; readonly servers: readonly string[] };
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+/** Base URLs of the live sources, without a trailing slash (unless they carry a query string). */
+export interface SourcesConfig {
+  /** Pyth Hermes price service. Default `https://hermes.pyth.network`. */
+  readonly pythHermesUrl: string;
+  /** Jupiter price/quote API. Default `https://api.jup.ag`. */
+  readonly jupiterApiUrl: string;
+  /** Jupiter API key, sent as a header; null when unset (keyless tier). Secret. */
+  readonly jupiterApiKey: string | null;
+  /** Sanctum LST API. Default `https://sanctum-api.ironforge.network`. */
+  readonly sanctumApiUrl: string;
+  /** Solana JSON-RPC endpoint. Default `https://api.mainnet-beta.solana.com`. */
+  readonly solanaRpcUrl: string;
+}
+
+/**
+ * Features that depend on an optional secret. A missing secret disables its feature (with a log line, see
+ * `featureNotices`); it never stops the service from starting.
+ */
+export interface FeaturesConfig {
+  /** Session JWTs and the `/v1/me/*` routes; needs `JWT_SECRET`. */
+  readonly auth: boolean;
+  /** Telegram login widget; needs `JWT_SECRET` (to issue the session) and `TELEGRAM_BOT_TOKEN` (to check it). */
+  readonly telegramLogin: boolean;
+  /** Alert messages through the Telegram Bot API; needs `TELEGRAM_BOT_TOKEN`. */
+  readonly telegramBot: boolean;
+}
+
+/** The validated, deeply frozen service configuration. Built once by `parseConfig`. */
+export interface Config {
+  /** TCP port of the HTTP/WebSocket server, 1–65535. Default 8080. */
+  readonly port: number;
+  /** Listen address (IP or host name). Default `0.0.0.0`. */
+  readonly host: string;
+  /** Directory for local state (PGlite, the embedded NATS store), as given; relative to the working directory. Default `./data`. */
+  readonly dataDir: string;
+  readonly database: DatabaseConfig;
+  readonly nats: NatsConfig;
+  /** Default `{kind: "sim"}`. */
+  readonly feed: FeedConfig;
+  /** Seed of the simulated market (FEED=sim), 0 to 2^32 - 1. Default 1. */
+  readonly simSeed: number;
+  /** Simulated-clock speed multiplier for scenario feeds, > 0 (2 = twice real time). Default 1. */
+  readonly scenarioSpeed: number;
+  /** HS256 key for session JWTs, at least 32 bytes; null when unset (auth disabled). Secret. */
+  readonly jwtSecret: string | null;
+  /** Telegram bot token; null when unset. Secret. */
+  readonly telegramBotToken: string | null;
+  readonly features: FeaturesConfig;
+  /** Browser origins allowed by CORS, normalised (`https://app.example.com`). Default none. */
+  readonly corsOrigins: readonly string[];
+  /** Public read requests per minute per client IP, >= 1. Default 60. */
+  readonly rateLimitPerMin: number;
+  /** Take the client IP from `X-Forwarded-For` (only behind a trusted proxy). Default false. */
+  readonly trustProxy: boolean;
+  /** Lower-case hex commit of the running build, hashed into receipts; `""` when unknown. Default `""`. */
+  readonly gitSha: string;
+  /** Enables the methodology's intrinsic-liveness gate. Default false. */
+  readonly intrinsicLivenessGate: boolean;
+  /** Seconds a DRIFT-or-worse state must be held to count as `sustained`, >= 1. Default 900. */
+  readonly sustainedSecs: number;
+  /** Default `info`. */
+  readonly logLevel: LogLevel;
+  /** Source addresses of webhook deliveries, published at `/v1/meta/webhook-ips`. Default none. */
+  readonly webhookIps: readonly string[];
+  readonly sources: SourcesConfig;
+}
+
+/** One row of the configuration reference (README, `--help`). `default: null` means unset by default. */
+export interface ConfigVariable {
+  readonly name: string;
+  readonly default: string | null;
+  readonly description: string;
+  /** Secrets are never echoed, not even in error messages. */
+  readonly secret: boolean;
+}
+
+/** Every environment variable the service reads, in the order errors are reported. */
+export const CONFIG_VARIABLES = [
+  { name: "PORT", default: "8080", secret: false, description: "HTTP/WebSocket port, integer 1-65535." },
+  { name: "HOST", default: "0.0.0.0", secret: false, description: "Listen address, an IP address or host name." },
+  { name: "DATA_DIR", default: "./data", secret: false, description: "Directory for local state (embedded database and NATS store)." },
+  { name: "DATABASE_URL", default: null, secret: false, description: "postgres:// or postgresql:// URL. Unset: embedded PGlite in DATA_DIR/pg." },
+  { name: "NATS_URL", default: null, secret: false, description: "nats:// or tls:// URL, or a comma-separated list. Unset: the service starts its own nats-server with its store in DATA_DIR/nats." },
+  { name: "FEED", default: "sim", secret: false, description: "Sample source: sim (simulated market), live, or scenario:<name> (replay scenarios/<name>.jsonl)." },
+  { name: "SIM_SEED", default: "1", secret: false, description: "Seed of the simulated market (FEED=sim), integer 0-4294967295: the same seed gives the same market." },
+  { name: "SCENARIO_SPEED", default: "1", secret: false, description: "Speed multiplier of a scenario feed's clock, a positive decimal." },
+  { name: "JWT_SECRET", default: null, secret: true, description: "HS256 session key, at least 32 bytes. Unset: login and /v1/me/* are disabled." },
+  { name: "TELEGRAM_BOT_TOKEN", default: null, secret: true, description: "Telegram bot token for the login widget and alert messages. Unset: both are disabled." },
+  { name: "CORS_ORIGINS", default: "", secret: false, description: "Comma-separated browser origins allowed by CORS, e.g. https://app.example.com." },
+  { name: "RATE_LIMIT_PER_MIN", default: "60", secret: false, description: "Public requests per minute per client IP, integer >= 1." },
+  { name: "TRUST_PROXY", default: "false", secret: false, description: "Read the client IP from X-Forwarded-For: true/false/1/0/yes/no." },
+  { name: "GIT_SHA", default: "", secret: false, description: "Hex commit (7-40 digits) of the running build, hashed into receipts." },
+  { name: "INTRINSIC_LIVENESS_GATE", default: "false", secret: false, description: "Enable the intrinsic-liveness gate: true/false/1/0/yes/no." },
+  { name: "SUSTAINED_SECS", default: String(DEFAULT_SUSTAINED_SECS), secret: false, description: "Seconds a DRIFT-or-worse state must be held to count as sustained, integer >= 1." },
+  { name: "LOG_LEVEL", default: "info", secret: false, description: "debug, info, warn or error." },
+  { name: "WEBHOOK_IPS", default: "", secret: false, description: "Comma-separated IP addresses webhook deliveries come from, published at /v1/meta/webhook-ips." },
+  { name: "PYTH_HERMES_URL", default: "https://hermes.pyth.network", secret: false, description: "Pyth Hermes base URL (live feed)." },
+  { name: "JUPITER_API_URL", default: "https://api.jup.ag", secret: false, description: "Jupiter API base URL (live feed)." },
+  { name: "JUPITER_API_KEY", default: null, secret: true, description: "Jupiter API key. Unset: the keyless tier is used." },
+  { name: "SANCTUM_API_URL", default: "https://sanctum-api.ironforge.network", secret: false, description: "Sanctum API base URL (live feed)." },
+  { name: "SOLANA_RPC_URL", default: "https://api.mainnet-beta.solana.com", secret: false, description: "Solana JSON-RPC URL (live feed)." },
+] as const satisfies readonly ConfigVariable[];
+
+export type ConfigVariableName = (typeof CONFIG_VARIABLES)[number]["name"];
+
+/** One rejected variable. `value` is what was received, shown safely: secrets are `[redacted]`, URL credentials masked. */
+export interface ConfigIssue {
+  readonly name: ConfigVariableName;
+  readonly value: string;
+  readonly message: string;
+}
+
+export const CONFIG_ERROR_CODE = "invalid_config";
+
+/** Thrown by `parseConfig` with every invalid variable at once; the message has one line per issue. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  readonly code = CONFIG_ERROR_CODE;
+  readonly issues: readonly ConfigIssue[];
+
+  constructor(issues: readonly ConfigIssue[]) {
+    const lines = issues.map((i) => `  ${i.name}=${i.value}: ${i.message}`);
+    super(`invalid configuration (${issues.length} ${issues.length === 1 ? "problem" : "problems"}):\n${lines.join("\n")}`);
+    this.issues = Object.freeze(issues.map((i) => Object.freeze({ ...i })));
+  }
+}
+
+type Parsed<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly expected: string };
+const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
+const bad = (expected: string): Parsed<never> => ({ ok: false, expected });
+
+const VARIABLE = new Map<string, ConfigVariable>(CONFIG_VARIABLES.map((v) => [v.name, v]));
+const URL_VARIABLES = new Set<string>([
+  "DATABASE_URL", "NATS_URL", "PYTH_HERMES_URL", "JUPITER_API_URL", "SANCTUM_API_URL", "SOLANA_RPC_URL",
+]);
+const MAX_SHOWN = 120;
+
+/**
+ * Builds the configuration from environment text. Empty (or blank) values count as unset, so `FOO=` in an env file
+ * means "use the default". Throws one `ConfigError` listing every invalid variable.
+ */
+export function parseConfig(env: Readonly<Record<string, string | undefined>>): Config {
+  const issues: ConfigIssue[] = [];
+
+  /** Reads one variable (or its default) through `parse`; records an issue and returns `fallback` on failure. */
+  function read<T>(name: ConfigVariableName, parse: (text: string) => Parsed<T>, fallback: T): T;
+  function read<T>(name: ConfigVariableName, parse: (text: string) => Parsed<T>): T | null;
+  function read<T>(name: ConfigVariableName, parse: (text: string) => Parsed<T>, fallback: T | null = null): T | null {
+    const variable = VARIABLE.get(name)!;
+    const given = env[name];
+    // Secrets are key material and used byte for byte; other values are trimmed because env files often carry
+    // stray spaces or a carriage return.
+    const text = given === undefined || given.trim() === "" ? null : variable.secret ? given : given.trim();
+    // An empty default ("no origins", "no commit") is the fallback itself, not text to parse.
+    const source = text ?? (variable.default === "" ? null : variable.default);
+    if (source === null) return fallback;
+    const result = parse(source);
+    if (result.ok) return result.value;
+    issues.push({ name, value: shown(variable, source), message: result.expected });
+    return fallback;
+  }
+
+  const dataDir = read("DATA_DIR", parseDataDir, "./data");
+  const databaseUrl = read("DATABASE_URL", parseDatabaseUrl);
+  const natsServers = read("NATS_URL", parseNatsUrls);
+  const jwtSecret = read("JWT_SECRET", parseJwtSecret);
+  const telegramBotToken = read("TELEGRAM_BOT_TOKEN", parseToken);
+
+  const config: Config = {
+    port: read("PORT", integerIn(1, 65_535), 8080),
+    host: read("HOST", parseHost, "0.0.0.0"),
+    dataDir,
+    database: databaseUrl === null ? { kind: "pglite", dataDir: join(dataDir, "pg") } : { kind: "postgres", url: databaseUrl },
+    nats: natsServers === null ? { kind: "embedded", storeDir: join(dataDir, "nats") } : { kind: "external", servers: natsServers },
+    feed: read("FEED", parseFeed, { kind: "sim" }),
+    simSeed: read("SIM_SEED", integerIn(0, 4_294_967_295), 1),
+    scenarioSpeed: read("SCENARIO_SPEED", parseSpeed, 1),
+    jwtSecret,
+    telegramBotToken,
+    features: {
+      auth: jwtSecret !== null,
+      telegramLogin: jwtSecret !== null && telegramBotToken !== null,
+      telegramBot: telegramBotToken !== null,
+    },
+    corsOrigins: read("CORS_ORIGINS", listOf(parseOrigin, "origins"), []),
+    rateLimitPerMin: read("RATE_LIMIT_PER_MIN", integerIn(1, 1_000_000), 60),
+    trustProxy: read("TRUST_PROXY", parseBoolean, false),
+    gitSha: read("GIT_SHA", parseGitSha, ""),
+    intrinsicLivenessGate: read("INTRINSIC_LIVENESS_GATE", parseBoolean, false),
+    // Capped so the window in milliseconds still fits a timer (2^31 - 1 ms, about 24.8 days).
+    sustainedSecs: read("SUSTAINED_SECS", integerIn(1, 2_147_483), DEFAULT_SUSTAINED_SECS),
+    logLevel: read("LOG_LEVEL", parseLogLevel, "info"),
+    webhookIps: read("WEBHOOK_IPS", listOf(parseIp, "IP addresses"), []),
+    sources: {
+      pythHermesUrl: read("PYTH_HERMES_URL", parseHttpUrl, "https://hermes.pyth.network"),
+      jupiterApiUrl: read("JUPITER_API_URL", parseHttpUrl, "https://api.jup.ag"),
+      jupiterApiKey: read("JUPITER_API_KEY", parseToken),
+      sanctumApiUrl: read("SANCTUM_API_URL", parseHttpUrl, "https://sanctum-api.ironforge.network"),
+      solanaRpcUrl: read("SOLANA_RPC_URL", parseHttpUrl, "https://api.mainnet-beta.solana.com"),
+    },
+  };
+
+  if (issues.length > 0) {
+    const order = CONFIG_VARIABLES.map((v) => v.name as string);
+    issues.sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
+    throw new ConfigError(issues);
+  }
+  return deepFreeze(config);
+}
+
+/** Log lines for features switched off by a missing secret (addendum G: disable with a log line, never crash). */
+export function featureNotices(config: Config): readonly string[] {
+  const notes: string[] = [];
+  if (!config.features.auth) notes.push("JWT_SECRET is not set: login and /v1/me/* routes are disabled");
+  if (!config.features.telegramBot) notes.push("TELEGRAM_BOT_TOKEN is not set: Telegram login and alert messages are disabled");
+  else if (!config.features.telegramLogin) notes.push("JWT_SECRET is not set: Telegram login is disabled");
+  return notes;
+}
+
+/** A copy of the configuration that is safe to log: secrets become `[set]`, URL credentials and queries are masked. */
+export function describeConfig(config: Config): Record<string, unknown> {
+  const secret = (v: string | null): string => (v === null ? "[unset]" : "[set]");
+  return {
+    ...config,
+    database: config.database.kind === "postgres" ? { kind: "postgres", url: redactUrlText(config.database.url) } : config.database,
+    nats: config.nats.kind === "external" ? { kind: "external", servers: config.nats.servers.map(redactUrlText) } : config.nats,
+    jwtSecret: secret(config.jwtSecret),
+    telegramBotToken: secret(config.telegramBotToken),
+    sources: {
+      pythHermesUrl: redactUrlText(config.sources.pythHermesUrl),
+      jupiterApiUrl: redactUrlText(config.sources.jupiterApiUrl),
+      jupiterApiKey: secret(config.sources.jupiterApiKey),
+      sanctumApiUrl: redactUrlText(config.sources.sanctumApiUrl),
+      solanaRpcUrl: redactUrlText(config.sources.solanaRpcUrl),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Value parsers. Each returns what it expected on failure, so the error line tells the operator what to write.
+
+function integerIn(min: number, max: number): (text: string) => Parsed<number> {
+  const expected = `expected an integer from ${min} to ${max}`;
+  return (text) => {
+    if (!/^\d{1,16}$/.test(text)) return bad(expected);
+    const n = Number(text);
+    return n >= min && n <= max ? ok(n) : bad(expected);
+  };
+}
+
+function parseBoolean(text: string): Parsed<boolean> {
+  const t = text.toLowerCase();
+  if (t === "true" || t === "1" || t === "yes") return ok(true);
+  if (t === "false" || t === "0" || t === "no") return ok(false);
+  return bad("expected a boolean: true, false, 1, 0, yes or no");
+}
+
+function parseSpeed(text: string): Parsed<number> {
+  const expected = "expected a positive decimal multiplier such as 1, 10 or 0.5";
+  if (!/^\d+(?:\.\d+)?$/.test(text)) return bad(expected);
+  const d = parseDecimal(text);
+  if (d === null || !d.gt(0)) return bad(expected);
+  const n = d.toNumber();
+  return Number.isFinite(n) && n > 0 ? ok(n) : bad(expected);
+}
+
+function parseDataDir(text: string): Parsed<string> {
+  return text.includes("\0") ? bad("expected a directory path") : ok(text);
+}
+
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+function parseHost(text: string): Parsed<string> {
+  return isIP(text) !== 0 || HOST_NAME.test(text) ? ok(text) : bad("expected an IP address or host name, e.g. 0.0.0.0 or ::");
+}
+
+function parseFeed(text: string): Parsed<FeedConfig> {
+  if (text === "sim") return ok({ kind: "sim" });
+  if (text === "live") return ok({ kind: "live" });
+  const name = text.startsWith("scenario:") ? text.slice("scenario:".length) : null;
+  // The name becomes a file name under scenarios/, so dots-only names (".", "..") are refused with the charset check.
+  if (name !== null && /^[A-Za-z0-9_.-]{1,100}$/.test(name) && !/^\.+$/.test(name)) return ok({ kind: "scenario", name });
+  return bad("expected sim, live or scenario:<name> (name of letters, digits, _ . -)");
+}
+
+function parseLogLevel(text: string): Parsed<LogLevel> {
+  const t = text.toLowerCase();
+  return t === "debug" || t === "info" || t === "warn" || t === "error" ? ok(t) : bad("expected debug, info, warn or error");
+}
+
+function parseGitSha(text: string): Parsed<string> {
+  // Lower-cased so the same commit always hashes to the same receipt bytes.
+  return /^[0-9a-f]{7,40}$/i.test(text) ? ok(text.toLowerCase()) : bad("expected a hex commit id of 7 to 40 digits");
+}
+
+function parseJwtSecret(text: string): Parsed<string> {
+  const bytes = Buffer.byteLength(text, "utf8");
+  return bytes >= 32
+    ? ok(text)
+    : bad(`is ${bytes} bytes; an HS256 key must be at least 32 bytes (or unset JWT_SECRET to disable login)`);
+}
+
+function parseToken(text: string): Parsed<string> {
+  return /[\s\0]/.test(text) ? bad("must not contain whitespace") : ok(text);
+}
+
+function parseIp(text: string): Parsed<string> {
+  return isIP(text) !== 0 ? ok(text) : bad(`${JSON.stringify(text)} is not an IPv4 or IPv6 address`);
+}
+
+function parseOrigin(text: string): Parsed<string> {
+  const expected = `${JSON.stringify(text)} is not an http(s) origin such as https://app.example.com (no path, query or credentials)`;
+  const url = tryUrl(text);
+  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:")) return bad(expected);
+  if (url.username !== "" || url.password !== "" || url.pathname !== "/" || url.search !== "" || url.hash !== "") return bad(expected);
+  // A bare trailing slash is tolerated; `origin` is what browsers send, so that is what we store.
+  if (text.replace(/\/$/, "").includes("/", url.protocol.length + 2)) return bad(expected);
+  return ok(url.origin);
+}
+
+function parseHttpUrl(text: string): Parsed<string> {
+  const url = tryUrl(text);
+  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
+    return bad("expected an http:// or https:// URL");
+  }
+  // Stored without a trailing slash so callers can append `/path`.
+  return ok(url.search === "" && url.hash === "" ? text.replace(/\/+$/, "") : text);
+}
+
+function parseDatabaseUrl(text: string): Parsed<string> {
+  const url = tryUrl(text);
+  return url !== null && (url.protocol === "postgres:" || url.protocol === "postgresql:")
+    ? ok(text)
+    : bad("expected a postgres:// or postgresql:// URL (or leave unset for the embedded database)");
+}
+
+function parseNatsUrls(text: string): Parsed<readonly string[]> {
+  const servers = splitList(text);
+  const wrong = servers.filter((s) => {
+    const url = tryUrl(s);
+    return url === null || (url.protocol !== "nats:" && url.protocol !== "tls:") || url.hostname === "";
+  });
+  if (servers.length === 0 || wrong.length > 0) {
+    return bad("expected nats:// or tls:// URLs, comma-separated (or leave unset to start an embedded nats-server)");
+  }
+  return ok(servers);
+}
+
+/** Parses a comma-separated list; blank entries (a trailing comma) are ignored and duplicates dropped. */
+function listOf(parse: (entry: string) => Parsed<string>, what: string): (text: string) => Parsed<readonly string[]> {
+  return (text) => {
+    const values: string[] = [];
+    const problems: string[] = [];
+    for (const entry of splitList(text)) {
+      const r = parse(entry);
+      if (r.ok) values.push(r.value);
+      else problems.push(r.expected);
+    }
+    if (problems.length > 0) return bad(`expected comma-separated ${what}: ${problems.join("; ")}`);
+    return ok([...new Set(values)]);
+  };
+}
+
+function splitList(text: string): string[] {
+  return text.split(",").map((s) => s.trim()).filter((s) => s !== "");
+}
+
+function tryUrl(text: string): URL | null {
+  try {
+    return new URL(text);
+  } catch {
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Redaction and freezing.
+
+/** How a received value appears in an issue: never a secret, never URL credentials or query strings (API keys). */
+function shown(variable: ConfigVariable, value: string): string {
+  if (variable.secret) return "[redacted]";
+  const safe = URL_VARIABLES.has(variable.name) ? redactUrlText(value) : value;
+  const cut = safe.length > MAX_SHOWN ? `${safe.slice(0, MAX_SHOWN)}…` : safe;
+  return JSON.stringify(cut);
+}
+
+/** Masks `user:password@` and query strings in URL-like text, which is where RPC and database credentials live. */
+export function redactUrlText(text: string): string {
+  return text.replace(/\/\/[^/?#,\s]*@/g, "//***@").replace(/\?[^,#\s]*/g, "?***");
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    for (const key of Reflect.ownKeys(value)) deepFreeze((value as Record<PropertyKey, unknown>)[key]);
+    Object.freeze(value);
+  }
+  return value;
+}

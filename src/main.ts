@@ -1,0 +1,8 @@
+/**
+ * Entry point: the only module that reads process.env and process.argv. Everything else takes what it needs as
+ * arguments.
+ */
+import { runCli } from "./cli/index.ts";
+
+const code = await runCli(process.argv.slice(2), { env: process.env, stdout: process.stdout, stderr: process.stderr });
+process.exitCode = code;

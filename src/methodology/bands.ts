@@ -1,0 +1,162 @@
+import {
+  DEFAULT_CR,
+  DEFAULT_CRITICAL_BPS,
+  DEFAULT_DEPEG_BPS,
+  DEFAULT_DRIFT_BPS,
+  CR_DEADBAND_PCT,
+  DEADBAND_PCT,
+} from "./constants.ts";
+import { D, TEN_THOUSAND, HUNDRED, ZERO, type Decimal } from "./decimal.ts";
+import type { AssetClass, Band, CrThresholds, PegState, SpreadThresholds, ThresholdKind, Thresholds } from "./types.ts";
+
+const RANK: Readonly<Record<PegState, number>> = {
+  PEGGED: 0,
+  UNKNOWN: 0,
+  DRIFT: 1,
+  DEPEG: 2,
+  CRITICAL: 3,
+  BLACK_SWAN: 4,
+};
+
+/** Strictness rank: PEGGED = UNKNOWN = 0, DRIFT 1, DEPEG 2, CRITICAL 3, BLACK_SWAN 4. */
+export function rank(state: PegState): number {
+  return RANK[state];
+}
+
+/** Classes whose premium (d < 0) is demand, not stress: it classifies PEGGED whatever its size. */
+const PREMIUM_CARVE_OUT: ReadonlySet<AssetClass> = new Set(["lst", "stable_yield", "synth_lev"]);
+
+export function hasPremiumCarveOut(cls: AssetClass): boolean {
+  return PREMIUM_CARVE_OUT.has(cls);
+}
+
+export function isCrThresholds(t: Thresholds): t is CrThresholds {
+  return "cr_drift" in t || "cr_depeg" in t || "cr_critical" in t || "cr_black_swan" in t;
+}
+
+export function thresholdKind(t: Thresholds): ThresholdKind {
+  return isCrThresholds(t) ? "cr" : "bps";
+}
+
+/** Resolved spread thresholds, whole bps. */
+export interface SpreadLevels {
+  readonly drift: number;
+  readonly depeg: number;
+  readonly critical: number;
+  readonly blackSwan: number;
+}
+
+/** floor(v x pct / 100) on non-negative integers, in integer arithmetic. */
+function floorPct(v: number, pct: number): number {
+  const scaled = v * pct;
+  return (scaled - (scaled % 100)) / 100;
+}
+
+/** Entry thresholds: defaults for missing keys; black swan defaults to 2 x critical. */
+export function spreadEntryLevels(t: SpreadThresholds): SpreadLevels {
+  const drift = t.drift_bps ?? DEFAULT_DRIFT_BPS;
+  const depeg = t.depeg_bps ?? DEFAULT_DEPEG_BPS;
+  const critical = t.critical_bps ?? DEFAULT_CRITICAL_BPS;
+  return { drift, depeg, critical, blackSwan: t.black_swan_bps ?? 2 * critical };
+}
+
+/** Exit thresholds: every threshold becomes floor(v x 75 / 100); an absent black swan is 2 x the exit critical. */
+export function spreadExitLevels(t: SpreadThresholds): SpreadLevels {
+  const entry = spreadEntryLevels(t);
+  const keep = 100 - DEADBAND_PCT;
+  const critical = floorPct(entry.critical, keep);
+  return {
+    drift: floorPct(entry.drift, keep),
+    depeg: floorPct(entry.depeg, keep),
+    critical,
+    blackSwan: t.black_swan_bps === undefined ? 2 * critical : floorPct(t.black_swan_bps, keep),
+  };
+}
+
+export interface CrLevels {
+  readonly drift: number;
+  readonly depeg: number;
+  readonly critical: number;
+  readonly blackSwan: number;
+}
+
+export function crEntryLevels(t: Partial<CrThresholds>): CrLevels {
+  return {
+    drift: t.cr_drift ?? DEFAULT_CR.cr_drift,
+    depeg: t.cr_depeg ?? DEFAULT_CR.cr_depeg,
+    critical: t.cr_critical ?? DEFAULT_CR.cr_critical,
+    blackSwan: t.cr_black_swan ?? DEFAULT_CR.cr_black_swan,
+  };
+}
+
+/** Exit thresholds of the collateral-ratio path: floor(v x 102 / 100). */
+export function crExitLevels(t: Partial<CrThresholds>): CrLevels {
+  const e = crEntryLevels(t);
+  const keep = 100 + CR_DEADBAND_PCT;
+  return {
+    drift: floorPct(e.drift, keep),
+    depeg: floorPct(e.depeg, keep),
+    critical: floorPct(e.critical, keep),
+    blackSwan: floorPct(e.blackSwan, keep),
+  };
+}
+
+/** trunc(|d| x 10000): whole basis points, integer part (0.005999 -> 59). Null when not finite (counts as overflow). */
+export function bpsOf(d: Decimal): Decimal | null {
+  const bps = d.abs().times(TEN_THOUSAND).trunc();
+  return bps.isFinite() ? bps : null;
+}
+
+function spreadBand(magnitudeBps: Decimal | null, levels: SpreadLevels): Band {
+  if (magnitudeBps === null) return "BLACK_SWAN";
+  if (magnitudeBps.gte(levels.blackSwan)) return "BLACK_SWAN";
+  if (magnitudeBps.gte(levels.critical)) return "CRITICAL";
+  if (magnitudeBps.gte(levels.depeg)) return "DEPEG";
+  if (magnitudeBps.gte(levels.drift)) return "DRIFT";
+  return "PEGGED";
+}
+
+/** Plain spread band (no deadband), with the premium carve-out. */
+export function classifySpreadPlain(dSmooth: Decimal, cls: AssetClass, t: SpreadThresholds, exit = false): Band {
+  if (dSmooth.isNegative() && !dSmooth.isZero() && hasPremiumCarveOut(cls)) return "PEGGED";
+  return spreadBand(bpsOf(dSmooth), exit ? spreadExitLevels(t) : spreadEntryLevels(t));
+}
+
+/** cr_pct = trunc(cr x 100), clamped at >= 0. */
+export function crPct(cr: Decimal): Decimal {
+  const pct = cr.times(HUNDRED).trunc();
+  return pct.isNegative() ? ZERO : pct;
+}
+
+/** Plain collateral-ratio band: strict `<`, lower is worse. */
+export function classifyCrPlain(cr: Decimal, t: Partial<CrThresholds>, exit = false): Band {
+  const levels = exit ? crExitLevels(t) : crEntryLevels(t);
+  const pct = crPct(cr);
+  if (!pct.isFinite()) return "BLACK_SWAN";
+  if (pct.lt(levels.blackSwan)) return "BLACK_SWAN";
+  if (pct.lt(levels.critical)) return "CRITICAL";
+  if (pct.lt(levels.depeg)) return "DEPEG";
+  if (pct.lt(levels.drift)) return "DRIFT";
+  return "PEGGED";
+}
+
+/**
+ * Candidate band with the Schmitt deadband (methodology section 4): a worsening value is never slowed; an improving
+ * one is classified again against the exit thresholds. `current` is the committed band.
+ */
+export function classifySpread(dSmooth: Decimal, cls: AssetClass, t: SpreadThresholds, current: Band): Band {
+  const raw = classifySpreadPlain(dSmooth, cls, t);
+  if (rank(raw) >= rank(current)) return raw;
+  return classifySpreadPlain(dSmooth, cls, t, true);
+}
+
+export function classifyCr(cr: Decimal, t: Partial<CrThresholds>, current: Band): Band {
+  const raw = classifyCrPlain(cr, t);
+  if (rank(raw) >= rank(current)) return raw;
+  return classifyCrPlain(cr, t, true);
+}
+
+/** Decimal helper kept here so callers never build a Decimal from a float. */
+export function bpsDecimal(bps: number): Decimal {
+  return new D(bps);
+}

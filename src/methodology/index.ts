@@ -1,0 +1,70 @@
+/**
+ * Peg-risk methodology 1.0.0: pure, decimal, deterministic. The engine, the offline verifier and the tests call the
+ * same functions. No clock, no I/O, no floats.
+ */
+export * from "./types.ts";
+export * from "./constants.ts";
+export { D, ZERO, ONE, parseDecimal, decimalToWire, toD, type Decimal } from "./decimal.ts";
+export { parseTimestamp, timestampToWire, type EpochMs } from "./time.ts";
+export {
+  rank,
+  bpsOf,
+  crPct,
+  classifySpread,
+  classifySpreadPlain,
+  classifyCr,
+  classifyCrPlain,
+  spreadEntryLevels,
+  spreadExitLevels,
+  crEntryLevels,
+  crExitLevels,
+  hasPremiumCarveOut,
+  isCrThresholds,
+  thresholdKind,
+} from "./bands.ts";
+export { rawDiscount, plausible, ewma } from "./discount.ts";
+export { dwell, dwellDeadline, type DwellState, type DwellWindows } from "./dwell.ts";
+export { firstGate, gateStateReason, oracleConfBps, type GateInputs } from "./gates.ts";
+export { confidence, hasOracleDependency, riskScore, sustained } from "./display.ts";
+export {
+  evaluate,
+  step,
+  deadlineOf,
+  INITIAL_STATE,
+  DEFAULT_STEP_OPTIONS,
+  type AssetState,
+  type Computed,
+  type Decision,
+  type Evaluation,
+  type Inputs,
+  type SkipReason,
+  type StepOptions,
+  type StepOutcome,
+  type StepResult,
+  type StepTrigger,
+} from "./evaluate.ts";
+export {
+  alertId,
+  buildReceipt,
+  computedFromWire,
+  computedToWire,
+  diffComputed,
+  inputsFromWire,
+  inputsToWire,
+  methodologyAssetFrom,
+  parseThresholds,
+  receiptHash,
+  rederive,
+  replayBundle,
+  verifyBundle,
+  ReceiptFormatError,
+  VERIFY_EXIT,
+  type ComputedWire,
+  type InputsFrozen,
+  type OracleEntryWire,
+  type Receipt,
+  type ReceiptContext,
+  type ReplayBundle,
+  type VerifyResult,
+} from "./receipt.ts";
+export { sampleFromWire, sampleToWire, SampleFormatError, type SampleWire } from "./sample-wire.ts";
