@@ -61,9 +61,9 @@ export function spreadEntryLevels(t: SpreadThresholds): SpreadLevels {
 }
 
 /** Exit thresholds: every threshold becomes floor(v x 75 / 100); an absent black swan is 2 x the exit critical. */
-export function spreadExitLevels(t: SpreadThresholds): SpreadLevels {
+export function spreadExitLevels(t: SpreadThresholds, deadbandPct = DEADBAND_PCT): SpreadLevels {
   const entry = spreadEntryLevels(t);
-  const keep = 100 - DEADBAND_PCT;
+  const keep = 100 - deadbandPct;
   const critical = floorPct(entry.critical, keep);
   return {
     drift: floorPct(entry.drift, keep),
@@ -90,9 +90,9 @@ export function crEntryLevels(t: Partial<CrThresholds>): CrLevels {
 }
 
 /** Exit thresholds of the collateral-ratio path: floor(v x 102 / 100). */
-export function crExitLevels(t: Partial<CrThresholds>): CrLevels {
+export function crExitLevels(t: Partial<CrThresholds>, crDeadbandPct = CR_DEADBAND_PCT): CrLevels {
   const e = crEntryLevels(t);
-  const keep = 100 + CR_DEADBAND_PCT;
+  const keep = 100 + crDeadbandPct;
   return {
     drift: floorPct(e.drift, keep),
     depeg: floorPct(e.depeg, keep),
@@ -101,25 +101,40 @@ export function crExitLevels(t: Partial<CrThresholds>): CrLevels {
   };
 }
 
-/** trunc(|d| x 10000): whole basis points, integer part (0.005999 -> 59). Null when not finite (counts as overflow). */
-export function bpsOf(d: Decimal): Decimal | null {
+const MAX_EXACT_BPS = new D(Number.MAX_SAFE_INTEGER);
+
+/**
+ * trunc(|d| x 10000): whole basis points, integer part (0.005999 -> 59), as an exact integer. Null when the value
+ * does not fit an exact integer (not finite, or beyond 2^53): that counts as overflow, i.e. BLACK_SWAN.
+ */
+export function bpsOf(d: Decimal): number | null {
   const bps = d.abs().times(TEN_THOUSAND).trunc();
-  return bps.isFinite() ? bps : null;
+  // An integer-valued Decimal below 2^53 converts to a JS number exactly.
+  return bps.isFinite() && bps.lte(MAX_EXACT_BPS) ? bps.toNumber() : null;
 }
 
-function spreadBand(magnitudeBps: Decimal | null, levels: SpreadLevels): Band {
-  if (magnitudeBps === null) return "BLACK_SWAN";
-  if (magnitudeBps.gte(levels.blackSwan)) return "BLACK_SWAN";
-  if (magnitudeBps.gte(levels.critical)) return "CRITICAL";
-  if (magnitudeBps.gte(levels.depeg)) return "DEPEG";
-  if (magnitudeBps.gte(levels.drift)) return "DRIFT";
+function spreadBand(magnitudeBps: number | null, levels: SpreadLevels): Band {
+  if (magnitudeBps === null || magnitudeBps >= levels.blackSwan) return "BLACK_SWAN";
+  if (magnitudeBps >= levels.critical) return "CRITICAL";
+  if (magnitudeBps >= levels.depeg) return "DEPEG";
+  if (magnitudeBps >= levels.drift) return "DRIFT";
   return "PEGGED";
 }
 
-/** Plain spread band (no deadband), with the premium carve-out. */
-export function classifySpreadPlain(dSmooth: Decimal, cls: AssetClass, t: SpreadThresholds, exit = false): Band {
-  if (dSmooth.isNegative() && !dSmooth.isZero() && hasPremiumCarveOut(cls)) return "PEGGED";
-  return spreadBand(bpsOf(dSmooth), exit ? spreadExitLevels(t) : spreadEntryLevels(t));
+function isPremium(dSmooth: Decimal, cls: AssetClass): boolean {
+  return dSmooth.isNegative() && !dSmooth.isZero() && hasPremiumCarveOut(cls);
+}
+
+/** Plain spread band (no deadband), with the premium carve-out. `exit` classifies against the exit thresholds. */
+export function classifySpreadPlain(
+  dSmooth: Decimal,
+  cls: AssetClass,
+  t: SpreadThresholds,
+  exit = false,
+  deadbandPct = DEADBAND_PCT,
+): Band {
+  if (isPremium(dSmooth, cls)) return "PEGGED";
+  return spreadBand(bpsOf(dSmooth), exit ? spreadExitLevels(t, deadbandPct) : spreadEntryLevels(t));
 }
 
 /** cr_pct = trunc(cr x 100), clamped at >= 0. */
@@ -128,10 +143,11 @@ export function crPct(cr: Decimal): Decimal {
   return pct.isNegative() ? ZERO : pct;
 }
 
-/** Plain collateral-ratio band: strict `<`, lower is worse. */
-export function classifyCrPlain(cr: Decimal, t: Partial<CrThresholds>, exit = false): Band {
-  const levels = exit ? crExitLevels(t) : crEntryLevels(t);
+/** Plain collateral-ratio band: strict `<`, lower is worse. `exit` classifies against the exit thresholds. */
+export function classifyCrPlain(cr: Decimal, t: Partial<CrThresholds>, exit = false, crDeadbandPct = CR_DEADBAND_PCT): Band {
+  const levels = exit ? crExitLevels(t, crDeadbandPct) : crEntryLevels(t);
   const pct = crPct(cr);
+  // A non-finite ratio carries no collateral information the thresholds could compare: treat as collapse.
   if (!pct.isFinite()) return "BLACK_SWAN";
   if (pct.lt(levels.blackSwan)) return "BLACK_SWAN";
   if (pct.lt(levels.critical)) return "CRITICAL";
@@ -144,19 +160,22 @@ export function classifyCrPlain(cr: Decimal, t: Partial<CrThresholds>, exit = fa
  * Candidate band with the Schmitt deadband (methodology section 4): a worsening value is never slowed; an improving
  * one is classified again against the exit thresholds. `current` is the committed band.
  */
-export function classifySpread(dSmooth: Decimal, cls: AssetClass, t: SpreadThresholds, current: Band): Band {
-  const raw = classifySpreadPlain(dSmooth, cls, t);
+export function classifySpread(
+  dSmooth: Decimal,
+  cls: AssetClass,
+  t: SpreadThresholds,
+  current: Band,
+  deadbandPct = DEADBAND_PCT,
+): Band {
+  if (isPremium(dSmooth, cls)) return "PEGGED";
+  const bps = bpsOf(dSmooth);
+  const raw = spreadBand(bps, spreadEntryLevels(t));
   if (rank(raw) >= rank(current)) return raw;
-  return classifySpreadPlain(dSmooth, cls, t, true);
+  return spreadBand(bps, spreadExitLevels(t, deadbandPct));
 }
 
-export function classifyCr(cr: Decimal, t: Partial<CrThresholds>, current: Band): Band {
+export function classifyCr(cr: Decimal, t: Partial<CrThresholds>, current: Band, crDeadbandPct = CR_DEADBAND_PCT): Band {
   const raw = classifyCrPlain(cr, t);
   if (rank(raw) >= rank(current)) return raw;
-  return classifyCrPlain(cr, t, true);
-}
-
-/** Decimal helper kept here so callers never build a Decimal from a float. */
-export function bpsDecimal(bps: number): Decimal {
-  return new D(bps);
+  return classifyCrPlain(cr, t, true, crDeadbandPct);
 }

@@ -1,9 +1,17 @@
 import { Decimal } from "decimal.js";
 
+/** Smallest exponent kept: any result below 1e-40 in magnitude is exactly 0 (decision; see MIN_EXPONENT). */
+export const MIN_EXPONENT = -40;
+
 /**
  * The one decimal context of the methodology: 34 significant digits (IEEE 754 decimal128), ROUND_HALF_EVEN, and
- * exponent limits wide enough that no value the service handles is ever written in exponent form.
- * Every Decimal the engine computes with is built by this constructor, so precision never depends on global state.
+ * plain notation always. Every Decimal the engine computes with is built by this constructor, so precision never
+ * depends on global state.
+ *
+ * Underflow (decision): results smaller than 1e-40 in magnitude flush to exactly 0. Without a floor, an EWMA that
+ * sits at par decays by 0.7 per tick forever (0.7^n never reaches 0 at 34 significant digits), and after a day of
+ * one-second samples its exact wire form would run to thousands of digits. 1e-40 is 36 orders of magnitude below a
+ * basis point, so no band, gate or score can differ, and the flush is deterministic, so receipts re-derive exactly.
  */
 export const D = Decimal.clone({
   precision: 34,
@@ -11,7 +19,7 @@ export const D = Decimal.clone({
   toExpNeg: -9e15,
   toExpPos: 9e15,
   maxE: 9e15,
-  minE: -9e15,
+  minE: MIN_EXPONENT,
 });
 
 export type { Decimal };
@@ -29,7 +37,9 @@ const LENIENT_DECIMAL_TEXT = /^[+-]?\d+(?:\.\d*)?$|^[+-]?\.\d+$/;
  * for anything else, so callers can report the exact offending field.
  */
 export function parseDecimal(text: unknown): Decimal | null {
-  if (typeof text !== "string" || text.length === 0 || text.length > 80) return null;
+  // 34 significant digits with exponents down to -40 fit in about 80 characters; 160 leaves room for large integer
+  // parts while still refusing absurd input before any parsing work.
+  if (typeof text !== "string" || text.length === 0 || text.length > 160) return null;
   if (!DECIMAL_TEXT.test(text) && !LENIENT_DECIMAL_TEXT.test(text)) return null;
   const value = new D(text);
   return value.isFinite() ? value : null;

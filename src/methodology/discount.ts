@@ -1,3 +1,4 @@
+import { ALPHA } from "./constants.ts";
 import { ONE, type Decimal } from "./decimal.ts";
 import type { AssetClass } from "./types.ts";
 
@@ -32,7 +33,10 @@ export function plausible(d: Decimal): boolean {
 }
 
 /** EWMA `alpha * raw + (1 - alpha) * prev`; the first accepted sample seeds the average with its raw value. */
+const ONE_MINUS_ALPHA = ONE.minus(ALPHA);
+
 export function ewma(raw: Decimal, prev: Decimal | null, alpha: Decimal): Decimal {
   if (prev === null) return raw;
-  return alpha.times(raw).plus(ONE.minus(alpha).times(prev));
+  const keep = alpha === ALPHA ? ONE_MINUS_ALPHA : ONE.minus(alpha);
+  return alpha.times(raw).plus(keep.times(prev));
 }

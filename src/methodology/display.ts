@@ -1,7 +1,6 @@
 import { hasPremiumCarveOut, isCrThresholds, rank, spreadEntryLevels } from "./bands.ts";
-import { CONFIDENCE_HIGH_BPS, CONFIDENCE_MEDIUM_BPS } from "./constants.ts";
 import { D, ONE, TEN_THOUSAND, ZERO, type Decimal } from "./decimal.ts";
-import { oracleConfBps } from "./gates.ts";
+import { confidenceOf, oracleSpread } from "./gates.ts";
 import type { EpochMs } from "./time.ts";
 import type { AssetClass, Confidence, MethodologyAsset, OracleEntry, PegState, Thresholds } from "./types.ts";
 
@@ -16,22 +15,9 @@ export function hasOracleDependency(asset: MethodologyAsset): boolean {
   return false;
 }
 
-/**
- * Confidence bucket (methodology section 7) from the sample's fresh oracle entries: worst |conf/price| <= 10 bps
- * high, <= 100 bps medium, else low; `unknown` when the asset depends on an oracle but no entry is present.
- */
+/** Confidence bucket of a set of oracle entries (see `confidenceOf`). */
 export function confidence(oracle: Readonly<Record<string, OracleEntry>>, dependsOnOracle: boolean): Confidence {
-  const entries = Object.values(oracle);
-  if (entries.length === 0) return dependsOnOracle ? "unknown" : "medium";
-  let worst: Decimal = ZERO;
-  for (const e of entries) {
-    const bps = oracleConfBps(e);
-    if (bps === null || !bps.isFinite()) return "low";
-    if (bps.gt(worst)) worst = bps;
-  }
-  const bucket: Confidence = worst.lte(CONFIDENCE_HIGH_BPS) ? "high" : worst.lte(CONFIDENCE_MEDIUM_BPS) ? "medium" : "low";
-  if (!dependsOnOracle && bucket === "high") return "medium";
-  return bucket;
+  return confidenceOf(oracleSpread(oracle), dependsOnOracle);
 }
 
 const SCORE_RANGES: Readonly<Record<Exclude<PegState, "UNKNOWN">, readonly [number, number]>> = {

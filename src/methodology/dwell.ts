@@ -30,9 +30,11 @@ export function dwell(state: DwellState, candidate: Band, now: EpochMs, windows:
   if (!sameSide) return { committed, candidate, candidateSince: now };
   const since = state.candidateSince;
   const needed = escalating ? windows.confirmUpSecs : windows.decayDownSecs;
-  // Whole seconds, truncated toward zero: a `since` in the future gives a negative elapsed and never matures.
-  const elapsed = Math.trunc((now - since) / 1000);
-  if (elapsed >= needed) return { committed: candidate, candidate: null, candidateSince: null };
+  // Whole seconds, truncated toward zero. A `since` in the future never matures (checked on the sign first: a
+  // sub-second lead would truncate to -0, which compares >= 0).
+  const elapsedMs = now - since;
+  const elapsed = (elapsedMs - (elapsedMs % 1000)) / 1000;
+  if (elapsedMs >= 0 && elapsed >= needed) return { committed: candidate, candidate: null, candidateSince: null };
   return { committed, candidate, candidateSince: since };
 }
 

@@ -2,9 +2,9 @@ import { classifyCr, classifySpread, isCrThresholds, thresholdKind } from "./ban
 import { ALPHA, CONFIRM_UP_SECS, CR_DEADBAND_PCT, DEADBAND_PCT, DECAY_DOWN_SECS } from "./constants.ts";
 import type { Decimal } from "./decimal.ts";
 import { ewma, plausible, rawDiscount } from "./discount.ts";
-import { confidence, hasOracleDependency } from "./display.ts";
+import { hasOracleDependency } from "./display.ts";
 import { dwell, dwellDeadline, type DwellState } from "./dwell.ts";
-import { firstGate, gateStateReason } from "./gates.ts";
+import { confidenceOf, firstGate, gateStateReason, oracleSpread } from "./gates.ts";
 import type { EpochMs } from "./time.ts";
 import type {
   AssetClass,
@@ -85,9 +85,9 @@ export function evaluate(asset: MethodologyAsset, inputs: Inputs): Evaluation {
   let candidate: Band;
   if (isCrThresholds(inputs.thresholds)) {
     if (inputs.cr === null) return { ok: false, reason: "missing_cr", discount_raw: dRaw };
-    candidate = classifyCr(inputs.cr, inputs.thresholds, inputs.previous_band);
+    candidate = classifyCr(inputs.cr, inputs.thresholds, inputs.previous_band, inputs.cr_deadband_pct);
   } else {
-    candidate = classifySpread(dSmooth, inputs.class, inputs.thresholds, inputs.previous_band);
+    candidate = classifySpread(dSmooth, inputs.class, inputs.thresholds, inputs.previous_band, inputs.deadband_pct);
   }
   const next = dwell(
     { committed: inputs.previous_band, candidate: inputs.candidate_state, candidateSince: inputs.candidate_since },
@@ -95,11 +95,13 @@ export function evaluate(asset: MethodologyAsset, inputs: Inputs): Evaluation {
     inputs.now,
     { confirmUpSecs: inputs.confirm_up_secs, decayDownSecs: inputs.decay_down_secs },
   );
+  const oracle = oracleSpread(inputs.oracle);
   const gate = firstGate({
     cls: inputs.class,
     committed: next.committed,
     dSmooth,
     oracle: inputs.oracle,
+    spread: oracle,
     intrinsicStale: inputs.intrinsic_stale,
   });
   return {
@@ -111,7 +113,7 @@ export function evaluate(asset: MethodologyAsset, inputs: Inputs): Evaluation {
       band: next.committed,
       final_state: gate === null ? next.committed : "UNKNOWN",
       gate,
-      confidence: confidence(inputs.oracle, hasOracleDependency(asset)),
+      confidence: confidenceOf(oracle, hasOracleDependency(asset)),
     },
   };
 }

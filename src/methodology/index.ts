@@ -4,7 +4,7 @@
  */
 export * from "./types.ts";
 export * from "./constants.ts";
-export { D, ZERO, ONE, parseDecimal, decimalToWire, toD, type Decimal } from "./decimal.ts";
+export { D, ZERO, ONE, MIN_EXPONENT, parseDecimal, decimalToWire, toD, type Decimal } from "./decimal.ts";
 export { parseTimestamp, timestampToWire, type EpochMs } from "./time.ts";
 export {
   rank,
@@ -24,7 +24,15 @@ export {
 } from "./bands.ts";
 export { rawDiscount, plausible, ewma } from "./discount.ts";
 export { dwell, dwellDeadline, type DwellState, type DwellWindows } from "./dwell.ts";
-export { firstGate, gateStateReason, oracleConfBps, type GateInputs } from "./gates.ts";
+export {
+  confidenceOf,
+  firstGate,
+  gateStateReason,
+  oracleConfBps,
+  oracleSpread,
+  type GateInputs,
+  type OracleSpread,
+} from "./gates.ts";
 export { confidence, hasOracleDependency, riskScore, sustained } from "./display.ts";
 export {
   evaluate,

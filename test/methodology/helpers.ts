@@ -5,7 +5,9 @@
 import {
   ALPHA,
   buildReceipt,
+  receiptHash,
   replayBundle,
+  timestampToWire,
   type Receipt,
   type ReplayBundle,
   CONFIRM_UP_SECS,
@@ -182,4 +184,84 @@ export function bundlesOf(
 /** A deep, JSON-shaped copy (what a bundle file or URL delivers). */
 export function jsonCopy<T>(v: T): T {
   return JSON.parse(JSON.stringify(v)) as T;
+}
+
+export type Json = Record<string, unknown>;
+export const DELETE = Symbol("delete");
+
+export function rehash(b: Json): Json {
+  return {
+    ...b,
+    expected_receipt_sha256: receiptHash(
+      b["methodology_version"] as string,
+      b["git_sha"] as string,
+      b["catalog_entry"],
+      b["inputs_frozen"],
+      b["expected_computed"],
+    ),
+  };
+}
+
+export function mutate(
+  bundle: ReplayBundle,
+  part: "inputs_frozen" | "expected_computed" | "catalog_entry" | null,
+  key: string,
+  value: unknown,
+  recomputeHash: boolean,
+): Json {
+  const b = jsonCopy(bundle) as unknown as Json;
+  const target = part === null ? b : (b[part] as Json);
+  if (value === DELETE) delete target[key];
+  else target[key] = value;
+  return recomputeHash ? rehash(b) : b;
+}
+
+/** A well-formed different value for any member of inputs_frozen / expected_computed. */
+export function altered(key: string, v: unknown): unknown {
+  if (typeof v === "number") return v + 1;
+  if (typeof v === "boolean") return !v;
+  if (v === null) {
+    const byKey: Record<string, unknown> = {
+      intrinsic_sol: "1",
+      market_sol: "1",
+      cr: "1.5",
+      ewma_prev: "0.5",
+      previous_state: "DEPEG",
+      candidate_state: "DEPEG",
+      candidate_since: "2026-06-12T09:00:00.000Z",
+      intrinsic_stale: true,
+      gate: "oracle_confidence",
+    };
+    return byKey[key];
+  }
+  if (typeof v === "object") {
+    const o = { ...(v as Json) };
+    const k = Object.keys(o)[0];
+    if (k === undefined) {
+      return key === "thresholds"
+        ? { drift_bps: 21 }
+        : { extra: { price: "1", conf: "0.5", publish_time: "2026-06-12T10:00:00.000Z" } };
+    }
+    const inner = o[k];
+    o[k] = typeof inner === "number" ? inner + 1 : { ...(inner as Json), conf: "0.123" };
+    return o;
+  }
+  const s = v as string;
+  if (/^\d{4}-/.test(s)) return timestampToWire(Date.parse(s) + 1);
+  if (/^-?\d/.test(s)) return new D(s).plus("0.0001").toFixed();
+  const enums: Record<string, readonly string[]> = {
+    previous_band: ["PEGGED", "DRIFT"],
+    previous_state: ["PEGGED", "DRIFT"],
+    candidate_state: ["PEGGED", "DRIFT"],
+    band: ["PEGGED", "DRIFT"],
+    final_state: ["PEGGED", "DRIFT"],
+    gate: ["premium_sanity", "oracle_confidence"],
+    confidence: ["high", "low"],
+    trigger: ["sample", "dwell_timer"],
+    threshold_kind: ["bps", "cr"],
+    class: ["stable_fiat", "lst"],
+  };
+  const opts = enums[key];
+  if (opts) return opts[0] === s ? opts[1] : opts[0];
+  return s + "X";
 }

@@ -1,0 +1,214 @@
+import { describe, expect, it } from "vitest";
+import { ActorHost, bandMachine, type HostEvent, type TransitionEvent } from "../../src/actors/index.ts";
+import { loadShippedCatalog } from "../../src/catalog/index.ts";
+import { SimulatedClock } from "../../src/clock.ts";
+import { D, verifyBundle, replayBundle, type Sample } from "../../src/methodology/index.ts";
+
+const catalog = loadShippedCatalog();
+const USDC = catalog.bySymbol("USDC")!; // 15 / 50 / 200 bps
+const T0 = Date.UTC(2026, 5, 12, 10, 0, 0);
+
+function usdc(clock: SimulatedClock, market: string): Sample {
+  return {
+    asset: "USDC",
+    ts: clock.now(),
+    intrinsic_usd: new D(1),
+    market_usd: new D(market),
+    intrinsic_sol: null,
+    market_sol: null,
+    cr: null,
+    oracle: {},
+    intrinsic_stale: false,
+  };
+}
+
+function setup() {
+  const clock = new SimulatedClock(T0);
+  const host = new ActorHost({ assets: [USDC], clock, gitSha: "" });
+  const events: HostEvent[] = [];
+  host.events$.subscribe((e) => events.push(e));
+  const transitions = () => events.filter((e): e is TransitionEvent => e.kind === "transition").map((e) => e.receipt);
+  return { clock, host, events, transitions };
+}
+
+/** A steady stream: the first sample seeds the EWMA at 0; 0.99 then gives d_smooth 0.003 (30 bps, DRIFT). */
+function enterDriftCandidate(clock: SimulatedClock, host: ActorHost): number {
+  host.ingest(usdc(clock, "1"));
+  clock.increment(1000);
+  host.ingest(usdc(clock, "0.99"));
+  return clock.now();
+}
+
+describe("band machine dwell on a simulated clock", () => {
+  it("does not commit an escalation at 29.999 s and commits it at exactly 30.000 s by its own timer", () => {
+    const { clock, host, transitions } = setup();
+    const since = enterDriftCandidate(clock, host);
+    expect(host.deadline("USDC")).toBe(since + 30_000);
+    clock.set(since + 29_999);
+    expect(host.machineState("USDC")).toBe("PEGGED");
+    expect(transitions()).toHaveLength(0);
+    clock.set(since + 30_000);
+    expect(host.machineState("USDC")).toBe("DRIFT");
+    const [r] = transitions();
+    expect(r?.detected_at).toBe(new Date(since + 30_000).toISOString());
+    expect(r?.inputs_frozen.trigger).toBe("dwell_timer");
+    expect(r?.inputs_frozen.candidate_since).toBe(new Date(since).toISOString());
+  });
+
+  it("a sample at 29.999 s keeps the original since and does not commit", () => {
+    const { clock, host, transitions } = setup();
+    const since = enterDriftCandidate(clock, host);
+    clock.set(since + 29_999);
+    host.ingest(usdc(clock, "1")); // d_smooth 0.0021: still a DRIFT candidate
+    expect(transitions()).toHaveLength(0);
+    expect(host.engineState("USDC")?.candidateSince).toBe(since);
+    clock.set(since + 30_000);
+    expect(transitions().map((r) => r.to_state)).toEqual(["DRIFT"]);
+  });
+
+  it("relaxes only after 120 s: not at 119.999 s, exactly at 120.000 s", () => {
+    const { clock, host, transitions } = setup();
+    const since = enterDriftCandidate(clock, host);
+    clock.set(since + 30_000);
+    expect(host.machineState("USDC")).toBe("DRIFT");
+    // Back to par: d_smooth decays 0.003 -> 0.0021 -> 0.00147 (14 bps, below the 11 bps exit? no: 14 >= 11 stays DRIFT)
+    clock.increment(1000);
+    host.ingest(usdc(clock, "1"));
+    clock.increment(1000);
+    host.ingest(usdc(clock, "1"));
+    clock.increment(1000);
+    host.ingest(usdc(clock, "1")); // 0.001029 -> 10 bps < 11: PEGGED candidate
+    const relaxSince = clock.now();
+    expect(host.engineState("USDC")?.candidate).toBe("PEGGED");
+    expect(host.deadline("USDC")).toBe(relaxSince + 120_000);
+    clock.set(relaxSince + 119_999);
+    expect(host.machineState("USDC")).toBe("DRIFT");
+    clock.set(relaxSince + 120_000);
+    expect(host.machineState("USDC")).toBe("PEGGED");
+    expect(transitions().map((r) => `${r.from_state}->${r.to_state}@${r.inputs_frozen.trigger}`)).toEqual([
+      "PEGGED->DRIFT@dwell_timer",
+      "DRIFT->PEGGED@dwell_timer",
+    ]);
+  });
+
+  it("a deadline and a sample on the same instant: the timer fires first, then the sample is evaluated", () => {
+    const { clock, host, events } = setup();
+    const since = enterDriftCandidate(clock, host);
+    clock.set(since + 30_000);
+    host.ingest(usdc(clock, "0.99"));
+    const tail = events.slice(-3).map((e) => (e.kind === "state" ? `state:${e.trigger}:${e.state}` : `transition:${e.receipt.to_state}`));
+    expect(tail).toEqual(["state:dwell_timer:DRIFT", "transition:DRIFT", "state:sample:DRIFT"]);
+  });
+
+  it("every transition's receipt verifies offline", () => {
+    const { clock, host, transitions } = setup();
+    const since = enterDriftCandidate(clock, host);
+    clock.set(since + 30_000);
+    for (const r of transitions()) expect(verifyBundle(JSON.parse(JSON.stringify(replayBundle(r)))).exit).toBe(0);
+  });
+});
+
+describe("snapshot and restore", () => {
+  it("restores mid-dwell and still commits at the original deadline", () => {
+    const a = setup();
+    const since = enterDriftCandidate(a.clock, a.host);
+    a.clock.set(since + 10_000);
+    const snap = JSON.parse(JSON.stringify(a.host.snapshot()));
+    a.host.stop();
+
+    const clock = new SimulatedClock(since + 12_000); // the new process starts 2 s later
+    const host = new ActorHost({ assets: [USDC], clock, gitSha: "" });
+    const got: string[] = [];
+    host.events$.subscribe((e) => {
+      if (e.kind === "transition") got.push(`${e.receipt.to_state}@${e.receipt.detected_at}`);
+    });
+    host.restore(snap);
+    expect(host.machineState("USDC")).toBe("PEGGED");
+    expect(host.deadline("USDC")).toBe(since + 30_000);
+    clock.set(since + 29_999);
+    expect(got).toEqual([]);
+    clock.set(since + 30_000);
+    expect(got).toEqual([`DRIFT@${new Date(since + 30_000).toISOString()}`]);
+  });
+
+  it("restored after the deadline passed, commits at the deadline instant (not at restore time)", () => {
+    const a = setup();
+    const since = enterDriftCandidate(a.clock, a.host);
+    const snap = a.host.snapshot();
+    a.host.stop();
+    const clock = new SimulatedClock(since + 300_000);
+    const host = new ActorHost({ assets: [USDC], clock, gitSha: "" });
+    const receipts: TransitionEvent[] = [];
+    host.events$.subscribe((e) => e.kind === "transition" && receipts.push(e));
+    host.restore(snap);
+    expect(host.machineState("USDC")).toBe("DRIFT");
+    expect(receipts.map((e) => e.receipt.detected_at)).toEqual([new Date(since + 30_000).toISOString()]);
+    expect(verifyBundle(replayBundle(receipts[0]!.receipt)).exit).toBe(0);
+  });
+
+  it("a restored actor continues exactly like the uninterrupted one", () => {
+    const prices = ["1", "0.99", "0.985", "0.99", "0.97", "0.96", "0.99", "1", "1", "1", "1", "1"];
+    const run = (restoreAt: number | null) => {
+      let { clock, host } = setup();
+      const out: string[] = [];
+      const listen = (h: ActorHost) => h.events$.subscribe((e) => e.kind === "transition" && out.push(JSON.stringify(e.receipt)));
+      listen(host);
+      prices.forEach((p, i) => {
+        if (i === restoreAt) {
+          const snap = JSON.parse(JSON.stringify(host.snapshot()));
+          host.stop();
+          clock = new SimulatedClock(clock.now());
+          host = new ActorHost({ assets: [USDC], clock, gitSha: "" });
+          listen(host);
+          host.restore(snap);
+        }
+        clock.set(T0 + i * 20_000);
+        host.ingest(usdc(clock, p));
+      });
+      clock.set(T0 + prices.length * 20_000 + 300_000);
+      return out;
+    };
+    const straight = run(null);
+    expect(straight.length).toBeGreaterThan(1);
+    for (const at of [2, 5, 8]) expect(run(at)).toEqual(straight);
+  });
+
+  it("rejects a malformed snapshot without touching any actor", () => {
+    const { clock, host } = setup();
+    enterDriftCandidate(clock, host);
+    const before = JSON.stringify(host.snapshot());
+    const bad = JSON.parse(before);
+    bad.assets[USDC.mint].ewma = "not-a-number";
+    expect(() => host.restore(bad)).toThrow(/ewma/);
+    expect(() => host.restore({ ...bad, version: 2 })).toThrow(/version/);
+    expect(JSON.stringify(host.snapshot())).toBe(before);
+  });
+});
+
+describe("the machine definition", () => {
+  it("is a readable diagram: published states, named guards, actions and delays", () => {
+    const json = JSON.parse(JSON.stringify(bandMachine.toJSON())) as { states: Record<string, { on: Record<string, { target?: string[]; guard?: { type: string } }[]> }> };
+    expect(Object.keys(json.states).sort()).toEqual(["BLACK_SWAN", "CRITICAL", "DEPEG", "DRIFT", "PEGGED", "UNKNOWN", "cold"].sort());
+    const fromPegged = json.states["PEGGED"]!.on["PUBLISHED"]!.map((t) => t.target?.[0]);
+    expect(fromPegged).toEqual(["#band.DRIFT", "#band.DEPEG", "#band.CRITICAL", "#band.BLACK_SWAN", "#band.UNKNOWN"]);
+    expect(json.states["PEGGED"]!.on["PUBLISHED"]![0]!.guard?.type).toBe("publishes");
+    expect(Object.keys(bandMachine.implementations.delays)).toEqual(["dwell"]);
+    expect(Object.keys(bandMachine.implementations.actions).sort()).toEqual(["evaluateDeadline", "evaluateSample"]);
+  });
+});
+
+describe("actor host routing", () => {
+  it("routes by exact symbol, reports unknown assets and skipped samples", () => {
+    const clock = new SimulatedClock(T0);
+    const host = new ActorHost({ assets: catalog.active, clock, gitSha: "" });
+    expect(host.size).toBe(catalog.active.length);
+    expect(host.ingest({ ...usdc(clock, "1"), asset: "usdc" })).toEqual({ status: "unknown_asset" });
+    expect(host.ingest(usdc(clock, "0"))).toEqual({ status: "skipped", reason: "implausible" });
+    expect(host.ingest({ ...usdc(clock, "1"), intrinsic_usd: new D(0) })).toEqual({ status: "skipped", reason: "no_value" });
+    expect(host.ingest(usdc(clock, "1"))).toEqual({ status: "accepted" });
+    expect(host.machineState("USDC")).toBe("PEGGED");
+    expect(host.machineState("USDT")).toBe("cold");
+    host.stop();
+    expect(() => host.ingest(usdc(clock, "1"))).toThrow(/stopped/);
+  });
+});
