@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "data/**", "dist/**", "test-results/**", "coverage/**"] },
+  { ignores: ["node_modules/**", "data/**", "dist/**", "test-results/**", "coverage/**", ".tmp/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -26,6 +26,10 @@ export default tseslint.config(
         { selector: "MemberExpression[object.name='Date'][property.name='now']", message: "No wall clock in the methodology." },
       ],
     },
+  },
+  {
+    files: ["**/*.cjs"],
+    languageOptions: { sourceType: "commonjs", globals: { module: "writable", require: "readonly" } },
   },
   {
     files: ["bin/**/*.js", "eslint.config.js"],

@@ -1,4 +1,4 @@
-import { setup, enqueueActions } from "xstate";
+import { assign, enqueueActions, setup } from "xstate";
 import {
   buildReceipt,
   deadlineOf,
@@ -37,6 +37,15 @@ export interface BandContext {
   readonly engine: AssetState;
   /** The instant the armed dwell timer is due, or null when none is armed. */
   readonly armedDeadline: EpochMs | null;
+  /**
+   * What the last evaluation emitted, in decision order: the actor's one ordered queue of side effects. Replaced (never
+   * mutated) by each evaluation; the host drains it by identity from the actor's snapshot stream.
+   */
+  readonly outbox: readonly BandEmitted[];
+  /** Set by an evaluation when the published state moved (or on resume): the state to route the machine to. */
+  readonly route: PegState | null;
+  /** Set by an evaluation when the dwell timer must be re-armed. */
+  readonly rearm: boolean;
 }
 
 /** Events a band machine accepts. Every event carries the host clock's `now` (epoch ms). */
@@ -49,7 +58,7 @@ export type BandEvent =
   /** Raised by the machine when a decision changes the published state: moves to that state. */
   | { readonly type: "PUBLISHED"; readonly state: PegState };
 
-/** Events a band machine emits, in decision order. */
+/** What a band machine queues in its outbox, in decision order. */
 export type BandEmitted =
   | { readonly type: "decision"; readonly decision: Decision; readonly engine: AssetState }
   | { readonly type: "transition"; readonly receipt: Receipt }
@@ -78,7 +87,6 @@ export const bandMachine = setup({
     context: {} as BandContext,
     events: {} as BandEvent,
     input: {} as BandInput,
-    emitted: {} as BandEmitted,
   },
   guards: {
     /** The methodology's latest decision publishes this state. */
@@ -92,30 +100,25 @@ export const bandMachine = setup({
     },
   },
   actions: {
-    /** Runs the methodology on a sample (after any overdue deadline), emits decisions and receipts, re-arms. */
-    evaluateSample: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "SAMPLE") return;
+    /** Runs the methodology on a sample (after any overdue deadline) and queues its decisions and receipts. */
+    evaluateSample: assign(({ context, event }) => {
+      if (event.type !== "SAMPLE") return {};
       const result = step(context.asset, context.engine, { kind: "sample", sample: event.sample, now: event.now }, context.options);
-      const s = settle(context, result);
-      enqueue.assign({ engine: result.state, armedDeadline: s.deadline });
-      for (const e of s.emitted) enqueue.emit(e);
-      if (s.published !== null) enqueue.raise({ type: "PUBLISHED", state: s.published });
-      if (s.rearm) {
-        enqueue.cancel(DWELL_TIMER_ID);
-        if (s.deadline !== null) enqueue.raise({ type: "DWELL_DUE", now: s.deadline }, { id: DWELL_TIMER_ID, delay: "dwell" });
-      }
+      return settle(context, result, false);
     }),
-    /** Evaluates a due dwell deadline (the timer fired, or a restore found it overdue) and re-arms. */
-    evaluateDeadline: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "DWELL_DUE" && event.type !== "RESUME") return;
+    /** Evaluates a due dwell deadline (the timer fired, or a restore found it overdue) and queues the outcome. */
+    evaluateDeadline: assign(({ context, event }) => {
+      if (event.type !== "DWELL_DUE" && event.type !== "RESUME") return {};
       const result = step(context.asset, context.engine, { kind: "dwell_timer", now: event.now }, context.options);
-      const s = settle(context, result, event.type === "RESUME");
-      enqueue.assign({ engine: result.state, armedDeadline: s.deadline });
-      for (const e of s.emitted) enqueue.emit(e);
-      if (s.published !== null) enqueue.raise({ type: "PUBLISHED", state: s.published });
-      if (s.rearm) {
+      return settle(context, result, event.type === "RESUME");
+    }),
+    /** Routes to the published state and re-arms the dwell timer, only when an evaluation asked for it. */
+    follow: enqueueActions(({ context, enqueue }) => {
+      if (context.route !== null) enqueue.raise({ type: "PUBLISHED", state: context.route });
+      if (context.rearm) {
+        const deadline = deadlineOf(context.engine);
         enqueue.cancel(DWELL_TIMER_ID);
-        if (s.deadline !== null) enqueue.raise({ type: "DWELL_DUE", now: s.deadline }, { id: DWELL_TIMER_ID, delay: "dwell" });
+        if (deadline !== null) enqueue.raise({ type: "DWELL_DUE", now: deadline }, { id: DWELL_TIMER_ID, delay: "dwell" });
       }
     }),
   },
@@ -128,12 +131,15 @@ export const bandMachine = setup({
     options: input.options,
     engine: input.engine ?? INITIAL_STATE,
     armedDeadline: null,
+    outbox: [],
+    route: null,
+    rearm: false,
   }),
   initial: "cold",
   on: {
-    SAMPLE: { actions: "evaluateSample" },
-    DWELL_DUE: { actions: "evaluateDeadline" },
-    RESUME: { actions: "evaluateDeadline" },
+    SAMPLE: { actions: ["evaluateSample", "follow"] },
+    DWELL_DUE: { actions: ["evaluateDeadline", "follow"] },
+    RESUME: { actions: ["evaluateDeadline", "follow"] },
   },
   states: {
     /** No accepted sample yet: the committed band is PEGGED and nothing is published. */
@@ -147,13 +153,8 @@ export const bandMachine = setup({
   },
 });
 
-/** What a step's result means for the machine: emitted decisions/receipts in order, and whether to re-arm the timer. */
-function settle(
-  context: BandContext,
-  result: StepResult,
-  forceRearm = false,
-): { emitted: BandEmitted[]; deadline: EpochMs | null; rearm: boolean; published: PegState | null } {
-  const deadline = deadlineOf(result.state);
+/** The context update of one evaluation: new engine state, its queued outcomes, and what `follow` must do. */
+function settle(context: BandContext, result: StepResult, resume: boolean): Partial<BandContext> {
   const emitted: BandEmitted[] = [];
   for (const outcome of result.outcomes) {
     if (outcome.kind === "skipped") {
@@ -169,7 +170,15 @@ function settle(
       emitted.push({ type: "transition", receipt });
     }
   }
+  const deadline = deadlineOf(result.state);
   const published = result.state.published;
-  const moved = published !== null && (forceRearm || published !== context.engine.published);
-  return { emitted, deadline, rearm: forceRearm || deadline !== context.armedDeadline, published: moved ? published : null };
+  const moved = published !== null && (resume || published !== context.engine.published);
+  const rearm = resume || deadline !== context.armedDeadline;
+  return {
+    engine: result.state,
+    outbox: emitted,
+    route: moved ? published : null,
+    rearm,
+    armedDeadline: deadline,
+  };
 }

@@ -88,6 +88,8 @@ interface Slot {
   readonly asset: HostAsset;
   actor: Actor<typeof bandMachine>;
   lastSkip: SkipReason | null;
+  /** The outbox last drained (by identity): each evaluation replaces it with a new array. */
+  drained: readonly BandEmitted[] | null;
 }
 
 /**
@@ -115,7 +117,7 @@ export class ActorHost {
     for (const asset of options.assets) {
       if (this.#bySymbol.has(asset.symbol)) throw new Error(`duplicate asset symbol ${asset.symbol}`);
       if (this.#byMint.has(asset.mint)) throw new Error(`duplicate asset mint ${asset.mint}`);
-      const slot: Slot = { asset, actor: this.#spawn(asset, undefined), lastSkip: null };
+      const slot: Slot = { asset, actor: this.#spawn(asset, undefined), lastSkip: null, drained: null };
       this.#bySymbol.set(asset.symbol, slot);
       this.#byMint.set(asset.mint, slot);
       this.#wire(slot);
@@ -220,9 +222,20 @@ export class ActorHost {
     return createActor(bandMachine, { input, clock: this.#clock });
   }
 
+  /** Drains each new outbox the actor publishes, in order, synchronously (inside `ingest` or the timer callback). */
   #wire(slot: Slot): void {
+    slot.drained = slot.actor.getSnapshot().context.outbox;
+    slot.actor.subscribe((snapshot) => {
+      const outbox = snapshot.context.outbox;
+      if (outbox === slot.drained) return;
+      slot.drained = outbox;
+      for (const e of outbox) this.#deliver(slot, e);
+    });
+  }
+
+  #deliver(slot: Slot, e: BandEmitted): void {
     const { asset } = slot;
-    slot.actor.on("*", (e: BandEmitted) => {
+    {
       switch (e.type) {
         case "skipped":
           slot.lastSkip = e.reason;
@@ -253,6 +266,6 @@ export class ActorHost {
           this.#events.next({ kind: "transition", receipt: e.receipt });
           return;
       }
-    });
+    }
   }
 }

@@ -119,13 +119,14 @@ export async function serveCommand(_args: readonly string[], io: CliIO, deps: { 
   });
 
   return new Promise<number>((resolve) => {
-    let feedSub: Subscription | undefined;
+    // A holder, not a const: the feed may complete synchronously inside subscribe(), before it returns.
+    const feed$: { sub?: Subscription } = {};
     let done = false;
     const shutdown = (reason: string, code: number) => {
       if (done) return;
       done = true;
       log(io, "info", "shutting down", { reason });
-      feedSub?.unsubscribe(); // 1. stop the feed
+      feed$.sub?.unsubscribe(); // 1. stop the feed
       clearInterval(persistTimer);
       clearInterval(statsTimer);
       dirty = true;
@@ -139,7 +140,7 @@ export async function serveCommand(_args: readonly string[], io: CliIO, deps: { 
     const onSignal = (signal: NodeJS.Signals) => shutdown(signal, EXIT.ok);
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
-    feedSub = feed.subscribe({
+    feed$.sub = feed.subscribe({
       next: (sample) => {
         const r = host.ingest(sample);
         if (r.status === "accepted") accepted++;

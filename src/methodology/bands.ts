@@ -6,7 +6,7 @@ import {
   CR_DEADBAND_PCT,
   DEADBAND_PCT,
 } from "./constants.ts";
-import { D, TEN_THOUSAND, HUNDRED, ZERO, type Decimal } from "./decimal.ts";
+import { cmpAbs, D, TEN_THOUSAND, HUNDRED, ZERO, type Decimal } from "./decimal.ts";
 import type { AssetClass, Band, CrThresholds, PegState, SpreadThresholds, ThresholdKind, Thresholds } from "./types.ts";
 
 const RANK: Readonly<Record<PegState, number>> = {
@@ -113,11 +113,57 @@ export function bpsOf(d: Decimal): number | null {
   return bps.isFinite() && bps.lte(MAX_EXACT_BPS) ? bps.toNumber() : null;
 }
 
-function spreadBand(magnitudeBps: number | null, levels: SpreadLevels): Band {
-  if (magnitudeBps === null || magnitudeBps >= levels.blackSwan) return "BLACK_SWAN";
-  if (magnitudeBps >= levels.critical) return "CRITICAL";
-  if (magnitudeBps >= levels.depeg) return "DEPEG";
-  if (magnitudeBps >= levels.drift) return "DRIFT";
+/** Spread levels as fractions (T / 10^4), so |d| compares against them directly. */
+interface FractionLevels {
+  readonly drift: Decimal;
+  readonly depeg: Decimal;
+  readonly critical: Decimal;
+  readonly blackSwan: Decimal;
+}
+
+const fractionCache = new WeakMap<SpreadLevels, FractionLevels>();
+const entryCache = new WeakMap<SpreadThresholds, SpreadLevels>();
+const exitCache = new WeakMap<SpreadThresholds, Map<number, SpreadLevels>>();
+
+function fractions(levels: SpreadLevels): FractionLevels {
+  let f = fractionCache.get(levels);
+  if (f === undefined) {
+    f = {
+      drift: new D(levels.drift).div(TEN_THOUSAND),
+      depeg: new D(levels.depeg).div(TEN_THOUSAND),
+      critical: new D(levels.critical).div(TEN_THOUSAND),
+      blackSwan: new D(levels.blackSwan).div(TEN_THOUSAND),
+    };
+    fractionCache.set(levels, f);
+  }
+  return f;
+}
+
+function cachedEntry(t: SpreadThresholds): SpreadLevels {
+  let l = entryCache.get(t);
+  if (l === undefined) entryCache.set(t, (l = spreadEntryLevels(t)));
+  return l;
+}
+
+function cachedExit(t: SpreadThresholds, deadbandPct: number): SpreadLevels {
+  let m = exitCache.get(t);
+  if (m === undefined) exitCache.set(t, (m = new Map()));
+  let l = m.get(deadbandPct);
+  if (l === undefined) m.set(deadbandPct, (l = spreadExitLevels(t, deadbandPct)));
+  return l;
+}
+
+/**
+ * Band of |d| against whole-bps levels: `trunc(|d| x 10^4) >= T` is exactly `|d| >= T / 10^4` for an integer T
+ * (truncation cannot cross an integer, and x 10^4 only moves the exponent), so no bps value is materialised.
+ */
+function spreadBand(d: Decimal, levels: SpreadLevels): Band {
+  if (!d.isFinite()) return "BLACK_SWAN"; // overflow counts as BLACK_SWAN
+  const f = fractions(levels);
+  if (cmpAbs(d, f.blackSwan) >= 0) return "BLACK_SWAN";
+  if (cmpAbs(d, f.critical) >= 0) return "CRITICAL";
+  if (cmpAbs(d, f.depeg) >= 0) return "DEPEG";
+  if (cmpAbs(d, f.drift) >= 0) return "DRIFT";
   return "PEGGED";
 }
 
@@ -134,7 +180,7 @@ export function classifySpreadPlain(
   deadbandPct = DEADBAND_PCT,
 ): Band {
   if (isPremium(dSmooth, cls)) return "PEGGED";
-  return spreadBand(bpsOf(dSmooth), exit ? spreadExitLevels(t, deadbandPct) : spreadEntryLevels(t));
+  return spreadBand(dSmooth, exit ? cachedExit(t, deadbandPct) : cachedEntry(t));
 }
 
 /** cr_pct = trunc(cr x 100), clamped at >= 0. */
@@ -168,10 +214,9 @@ export function classifySpread(
   deadbandPct = DEADBAND_PCT,
 ): Band {
   if (isPremium(dSmooth, cls)) return "PEGGED";
-  const bps = bpsOf(dSmooth);
-  const raw = spreadBand(bps, spreadEntryLevels(t));
+  const raw = spreadBand(dSmooth, cachedEntry(t));
   if (rank(raw) >= rank(current)) return raw;
-  return spreadBand(bps, spreadExitLevels(t, deadbandPct));
+  return spreadBand(dSmooth, cachedExit(t, deadbandPct));
 }
 
 export function classifyCr(cr: Decimal, t: Partial<CrThresholds>, current: Band, crDeadbandPct = CR_DEADBAND_PCT): Band {

@@ -57,3 +57,33 @@ export function decimalToWire(value: Decimal): string {
 export function toD(value: Decimal): Decimal {
   return value instanceof D ? value : new D(value);
 }
+
+/**
+ * Compares two finite decimals exactly, like `x.cmp(y)` but without allocating (decimal.js copies its argument on
+ * every comparison, which dominated the engine's garbage). Works on the public representation `{s, e, d}`: sign,
+ * exponent and base-1e7 limbs. Returns -1, 0 or 1; NaN when either is NaN.
+ */
+export function cmp(x: Decimal, y: Decimal): number {
+  const xd = x.d, yd = y.d, xs = x.s, ys = y.s;
+  if (!xd || !yd) return x.cmp(y); // NaN or an infinity: the rare path keeps decimal.js semantics
+  if (!xd[0] || !yd[0]) return xd[0] ? xs : yd[0] ? -ys : 0;
+  if (xs !== ys) return xs;
+  return xs < 0 ? -cmpMagnitude(xd, x.e, yd, y.e) : cmpMagnitude(xd, x.e, yd, y.e);
+}
+
+/** Compares |x| with |y| exactly, without allocating. Returns -1, 0 or 1; NaN when either is NaN. */
+export function cmpAbs(x: Decimal, y: Decimal): number {
+  const xd = x.d, yd = y.d;
+  if (!xd || !yd) return x.abs().cmp(y.abs());
+  if (!xd[0] || !yd[0]) return xd[0] ? 1 : yd[0] ? -1 : 0;
+  return cmpMagnitude(xd, x.e, yd, y.e);
+}
+
+function cmpMagnitude(xd: readonly number[], xe: number, yd: readonly number[], ye: number): number {
+  if (xe !== ye) return xe > ye ? 1 : -1;
+  const n = xd.length < yd.length ? xd.length : yd.length;
+  for (let i = 0; i < n; i++) {
+    if (xd[i] !== yd[i]) return xd[i]! > yd[i]! ? 1 : -1;
+  }
+  return xd.length === yd.length ? 0 : xd.length > yd.length ? 1 : -1;
+}

@@ -1,5 +1,5 @@
 import { ALPHA } from "./constants.ts";
-import { ONE, type Decimal } from "./decimal.ts";
+import { cmpAbs, ONE, type Decimal } from "./decimal.ts";
 import type { AssetClass } from "./types.ts";
 
 /**
@@ -29,7 +29,7 @@ export function rawDiscount(
 
 /** Plausibility: keep only |d| < 1 (strict). A market price of 0 gives exactly 1 and is rejected. */
 export function plausible(d: Decimal): boolean {
-  return d.isFinite() && d.abs().lt(ONE);
+  return d.isFinite() && cmpAbs(d, ONE) < 0;
 }
 
 /** EWMA `alpha * raw + (1 - alpha) * prev`; the first accepted sample seeds the average with its raw value. */

@@ -1,5 +1,5 @@
 import { CONFIDENCE_HIGH_BPS, CONFIDENCE_MEDIUM_BPS, DISCOUNT_SANITY_BPS, ORACLE_CONFIDENCE_BPS, PREMIUM_SANITY_BPS } from "./constants.ts";
-import { D, TEN_THOUSAND, type Decimal } from "./decimal.ts";
+import { cmp, cmpAbs, D, TEN_THOUSAND, type Decimal } from "./decimal.ts";
 import type { AssetClass, Band, Confidence, GateName, OracleEntry } from "./types.ts";
 
 const NAV_SANITY_CLASSES: ReadonlySet<AssetClass> = new Set(["lst", "stable_yield"]);
@@ -20,7 +20,7 @@ export function oracleConfBps(entry: OracleEntry): Decimal | null {
 
 /** The worst |conf/price| over a sample's oracle entries, computed once per evaluation for the gate and the bucket. */
 export interface OracleSpread {
-  /** Worst ratio over entries with a non-zero price; null when there is none. */
+  /** Worst ratio over entries with a non-zero price (compare by magnitude: it may be negative); null when none. */
   readonly worst: Decimal | null;
   /** Some entry had price 0 (its ratio is undefined). */
   readonly zeroPrice: boolean;
@@ -38,8 +38,8 @@ export function oracleSpread(oracle: Readonly<Record<string, OracleEntry>>): Ora
       zeroPrice = true;
       continue;
     }
-    const ratio = e.conf.div(e.price).abs();
-    if (worst === null || !ratio.isFinite() || ratio.gt(worst)) worst = ratio;
+    const ratio = e.conf.div(e.price); // compared by magnitude below; the sign of conf/price is irrelevant
+    if (worst === null || !ratio.isFinite() || cmpAbs(ratio, worst) > 0) worst = ratio;
   }
   return { worst, zeroPrice, entries };
 }
@@ -65,11 +65,11 @@ export function firstGate(g: GateInputs): GateName | null {
   if (NAV_SANITY_CLASSES.has(g.cls)) {
     const d = g.dSmooth;
     if (!d.isFinite()) return d.isNegative() ? "premium_sanity" : "discount_sanity";
-    if (d.isNegative() && d.negated().gt(PREMIUM_BOUND)) return "premium_sanity";
-    if (d.gt(DISCOUNT_BOUND)) return "discount_sanity";
+    if (d.isNegative() && cmpAbs(d, PREMIUM_BOUND) > 0) return "premium_sanity";
+    if (cmp(d, DISCOUNT_BOUND) > 0) return "discount_sanity";
   }
   const worst = (g.spread ?? oracleSpread(g.oracle)).worst;
-  if (worst !== null && (!worst.isFinite() || worst.gt(ORACLE_BOUND))) return "oracle_confidence";
+  if (worst !== null && (!worst.isFinite() || cmpAbs(worst, ORACLE_BOUND) > 0)) return "oracle_confidence";
   if (g.intrinsicStale === true) return "intrinsic_liveness";
   return null;
 }
@@ -89,6 +89,6 @@ export function confidenceOf(spread: OracleSpread, dependsOnOracle: boolean): Co
   const w = spread.worst;
   let bucket: Confidence;
   if (spread.zeroPrice || w === null || !w.isFinite()) bucket = "low";
-  else bucket = w.lte(HIGH_BOUND) ? "high" : w.lte(MEDIUM_BOUND) ? "medium" : "low";
+  else bucket = cmpAbs(w, HIGH_BOUND) <= 0 ? "high" : cmpAbs(w, MEDIUM_BOUND) <= 0 ? "medium" : "low";
   return !dependsOnOracle && bucket === "high" ? "medium" : bucket;
 }

@@ -9,7 +9,7 @@
  * - `oracle_conf`: one Pyth feed's confidence widens to 6-15 % of price for 45-75 s (oracle_confidence gate). Feeds
  *   used by a single asset are preferred, so one incident does not blank a whole class.
  * - `zero_print`: a single $0 market print (implausible: the engine skips it).
- * - `garbage_nav`: a stable_yield NAV printed 500-8000x too high for 3-5 ticks (discount_sanity gate).
+ * - `garbage_nav`: a stable_yield NAV printed 500-8000x too high for 3-5 s (discount_sanity gate).
  *
  * Timing: each tick starts an incident with probability tickMs / meanMs (a Bernoulli approximation of a Poisson
  * process). The first incident is a depeg forced no later than a seeded instant in [mean/6, mean/2], so a newcomer
@@ -206,7 +206,10 @@ export class IncidentDirector {
       const yieldAssets = free.filter((t) => t.yieldBearing);
       if (yieldAssets.length > 0) {
         const target = rng.pick(yieldAssets);
-        const record: IncidentRecord = { kind, asset: target.symbol, startTick: k, endTick: k + rng.int(3, 5), factor: rng.int(500, 8000) };
+        // Short on purpose: at 1 s ticks the EWMA is back under drift before the 30 s escalation dwell matures, so
+        // the print shows as a brief UNKNOWN (discount_sanity) and never commits a band.
+        const end = k + Math.max(1, Math.round(rng.uniform(3000, 5500) / this.#tickMs));
+        const record: IncidentRecord = { kind, asset: target.symbol, startTick: k, endTick: end, factor: rng.int(500, 8000) };
         this.#push({ record, assets: [target.symbol], rampIn: 0, hold: 0, rampOut: 0 });
         return;
       }

@@ -193,7 +193,7 @@ describe("the machine definition", () => {
     expect(fromPegged).toEqual(["#band.DRIFT", "#band.DEPEG", "#band.CRITICAL", "#band.BLACK_SWAN", "#band.UNKNOWN"]);
     expect(json.states["PEGGED"]!.on["PUBLISHED"]![0]!.guard?.type).toBe("publishes");
     expect(Object.keys(bandMachine.implementations.delays)).toEqual(["dwell"]);
-    expect(Object.keys(bandMachine.implementations.actions).sort()).toEqual(["evaluateDeadline", "evaluateSample"]);
+    expect(Object.keys(bandMachine.implementations.actions).sort()).toEqual(["evaluateDeadline", "evaluateSample", "follow"]);
   });
 });
 
