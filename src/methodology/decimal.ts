@@ -68,7 +68,8 @@ export function cmp(x: Decimal, y: Decimal): number {
   if (!xd || !yd) return x.cmp(y); // NaN or an infinity: the rare path keeps decimal.js semantics
   if (!xd[0] || !yd[0]) return xd[0] ? xs : yd[0] ? -ys : 0;
   if (xs !== ys) return xs;
-  return xs < 0 ? -cmpMagnitude(xd, x.e, yd, y.e) : cmpMagnitude(xd, x.e, yd, y.e);
+  const m = cmpMagnitude(xd, x.e, yd, y.e);
+  return m === 0 || xs > 0 ? m : -m;
 }
 
 /** Compares |x| with |y| exactly, without allocating. Returns -1, 0 or 1; NaN when either is NaN. */
