@@ -91,6 +91,8 @@ export const bandMachine = setup({
   guards: {
     /** The methodology's latest decision publishes this state. */
     publishes: ({ event }, params: { state: PegState }) => event.type === "PUBLISHED" && event.state === params.state,
+    /** The last evaluation moved the published state or the dwell deadline. */
+    mustFollow: ({ context }) => context.route !== null || context.rearm,
   },
   delays: {
     /** Until the tracked candidate matures: since + 30 s (escalating) or + 120 s (relaxing), from the event's now. */
@@ -112,7 +114,7 @@ export const bandMachine = setup({
       const result = step(context.asset, context.engine, { kind: "dwell_timer", now: event.now }, context.options);
       return settle(context, result, event.type === "RESUME");
     }),
-    /** Routes to the published state and re-arms the dwell timer, only when an evaluation asked for it. */
+    /** Routes to the published state and re-arms the dwell timer, then clears the request. */
     follow: enqueueActions(({ context, enqueue }) => {
       if (context.route !== null) enqueue.raise({ type: "PUBLISHED", state: context.route });
       if (context.rearm) {
@@ -120,6 +122,7 @@ export const bandMachine = setup({
         enqueue.cancel(DWELL_TIMER_ID);
         if (deadline !== null) enqueue.raise({ type: "DWELL_DUE", now: deadline }, { id: DWELL_TIMER_ID, delay: "dwell" });
       }
+      enqueue.assign({ route: null, rearm: false });
     }),
   },
 }).createMachine({
@@ -136,10 +139,12 @@ export const bandMachine = setup({
     rearm: false,
   }),
   initial: "cold",
+  // Most samples change neither the published state nor the deadline: `follow` runs only when one moved.
+  always: { guard: "mustFollow", actions: "follow" },
   on: {
-    SAMPLE: { actions: ["evaluateSample", "follow"] },
-    DWELL_DUE: { actions: ["evaluateDeadline", "follow"] },
-    RESUME: { actions: ["evaluateDeadline", "follow"] },
+    SAMPLE: { actions: "evaluateSample" },
+    DWELL_DUE: { actions: "evaluateDeadline" },
+    RESUME: { actions: "evaluateDeadline" },
   },
   states: {
     /** No accepted sample yet: the committed band is PEGGED and nothing is published. */

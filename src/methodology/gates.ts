@@ -27,6 +27,18 @@ export interface OracleSpread {
   readonly entries: number;
 }
 
+/**
+ * conf / price of one entry, memoised by entry identity: entries are immutable, and one feed's entry is shared by
+ * every asset that reads it in a tick (SOL/USD by every LST), so the 34-digit division runs once per feed update.
+ */
+const ratioCache = new WeakMap<OracleEntry, Decimal>();
+
+function ratioOf(e: OracleEntry): Decimal {
+  let r = ratioCache.get(e);
+  if (r === undefined) ratioCache.set(e, (r = e.conf.div(e.price)));
+  return r;
+}
+
 export function oracleSpread(oracle: Readonly<Record<string, OracleEntry>>): OracleSpread {
   let worst: Decimal | null = null;
   let zeroPrice = false;
@@ -38,7 +50,7 @@ export function oracleSpread(oracle: Readonly<Record<string, OracleEntry>>): Ora
       zeroPrice = true;
       continue;
     }
-    const ratio = e.conf.div(e.price); // compared by magnitude below; the sign of conf/price is irrelevant
+    const ratio = ratioOf(e); // compared by magnitude below; the sign of conf/price is irrelevant
     if (worst === null || !ratio.isFinite() || cmpAbs(ratio, worst) > 0) worst = ratio;
   }
   return { worst, zeroPrice, entries };

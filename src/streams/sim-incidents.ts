@@ -12,8 +12,8 @@
  * - `garbage_nav`: a stable_yield NAV printed 500-8000x too high for 3-5 s (discount_sanity gate).
  *
  * Timing: each tick starts an incident with probability tickMs / meanMs (a Bernoulli approximation of a Poisson
- * process). The first incident is a depeg forced no later than a seeded instant in [mean/6, mean/2], so a newcomer
- * sees a full transition cycle early whatever the draw.
+ * process). The first incident is always a depeg, and is forced no later than a seeded instant in [mean/6, mean/2], so
+ * a newcomer sees a full transition cycle early whatever the draw.
  */
 import type { Prng } from "./sim-prng.ts";
 
@@ -140,11 +140,12 @@ export class IncidentDirector {
   /** Retires finished incidents, maybe starts one, and returns this tick's perturbations. */
   tick(k: number): TickIncidents {
     for (let i = this.#active.length - 1; i >= 0; i--) if (this.#active[i]!.record.endTick <= k) this.#active.splice(i, 1);
-    // Always draw, so the incident stream's position depends on the tick count alone.
+    // Drawn on every tick (even when nothing may start) so the schedule is a pure function of seed and tick count.
     const fire = this.#rng.chance(this.#perTick);
     if (k > 0 && this.#targets.length > 0 && this.#active.length < MAX_CONCURRENT) {
-      if (this.#log.length === 0 && k >= this.#firstBy) this.#start(k, "depeg");
-      else if (fire) this.#start(k, weighted(this.#rng, KIND_WEIGHTS));
+      if (this.#log.length === 0) {
+        if (fire || k >= this.#firstBy) this.#start(k, "depeg");
+      } else if (fire) this.#start(k, weighted(this.#rng, KIND_WEIGHTS));
     }
     if (this.#active.length === 0) return NO_INCIDENTS;
     const assets = new Map<string, AssetOverlay>();
