@@ -1,4 +1,5 @@
 import {
+  FieldError,
   BANDS,
   CONFIDENCES,
   GATES,
@@ -32,14 +33,9 @@ export interface AssetStateJSON {
 }
 
 /** A persisted engine state that does not parse; `field` names the member. */
-export class SnapshotFormatError extends Error {
-  readonly code = "invalid_snapshot";
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super(`${field}: ${message}`);
-    this.name = "SnapshotFormatError";
+export class SnapshotFormatError extends FieldError {
+  constructor(field: string, message: string) {
+    super("invalid_snapshot", field, message);
   }
 }
 

@@ -6,6 +6,7 @@ import type { Catalog } from "../catalog/index.ts";
 import { ScaledClock, systemClock, type Clock } from "../clock.ts";
 import { featureNotices, type Config } from "../config.ts";
 import { decimalToWire, type Sample } from "../methodology/index.ts";
+import { transitionLine } from "../streams/replay.ts";
 import { scenarioFeed } from "../streams/scenario-feed.ts";
 import { simulatedMarket } from "../streams/sim.ts";
 import { EXIT, writeLine, type CliIO } from "./io.ts";
@@ -69,22 +70,7 @@ export async function serveCommand(_args: readonly string[], io: CliIO, deps: { 
   const events = host.events$.subscribe((e) => {
     dirty = true;
     if (e.kind !== "transition") return;
-    const r = e.receipt;
-    writeLine(
-      io.stdout,
-      JSON.stringify({
-        ts: r.detected_at,
-        asset: r.asset,
-        from_state: r.from_state,
-        to_state: r.to_state,
-        discount: r.discount,
-        band: r.computed.band,
-        gate: r.computed.gate,
-        trigger: r.inputs_frozen.trigger,
-        alert_id: r.alert_id,
-        receipt_sha256: r.receipt_sha256,
-      }),
-    );
+    writeLine(io.stdout, JSON.stringify(transitionLine(e.receipt)));
   });
   if (config.feed.kind === "sim" && existsSync(snapshotPath)) {
     try {

@@ -76,3 +76,4 @@ export {
   type VerifyResult,
 } from "./receipt.ts";
 export { sampleFromWire, sampleToWire, SampleFormatError, type SampleWire } from "./sample-wire.ts";
+export { FieldError } from "./errors.ts";

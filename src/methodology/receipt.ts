@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { thresholdKind } from "./bands.ts";
 import { METHODOLOGY_VERSION } from "./constants.ts";
 import { decimalToWire, parseDecimal, type Decimal } from "./decimal.ts";
+import { FieldError } from "./errors.ts";
 import { evaluate, type Computed, type Decision, type Inputs } from "./evaluate.ts";
 import { parseTimestamp, timestampToWire } from "./time.ts";
 import {
@@ -114,14 +115,14 @@ export function computedToWire(c: Computed): ComputedWire {
 }
 
 /** A malformed receipt or bundle: the verifier's exit 2. `path` names the offending member. */
-export class ReceiptFormatError extends Error {
-  readonly code = "invalid_bundle";
-  constructor(
-    readonly path: string,
-    message: string,
-  ) {
-    super(`${path}: ${message}`);
-    this.name = "ReceiptFormatError";
+export class ReceiptFormatError extends FieldError {
+  constructor(path: string, message: string) {
+    super("invalid_bundle", path, message);
+  }
+
+  /** The offending member's path, e.g. `inputs_frozen.oracle.SOL/USD.price`. */
+  get path(): string {
+    return this.field;
   }
 }
 

@@ -1,3 +1,4 @@
+import { FieldError } from "./errors.ts";
 import { decimalToWire, parseDecimal, type Decimal } from "./decimal.ts";
 import { parseTimestamp, timestampToWire } from "./time.ts";
 import type { OracleEntry, Sample } from "./types.ts";
@@ -19,14 +20,9 @@ export interface SampleWire {
 }
 
 /** A sample that does not parse; `field` names the offending member. */
-export class SampleFormatError extends Error {
-  readonly code = "invalid_sample";
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super(`${field}: ${message}`);
-    this.name = "SampleFormatError";
+export class SampleFormatError extends FieldError {
+  constructor(field: string, message: string) {
+    super("invalid_sample", field, message);
   }
 }
 

@@ -36,7 +36,8 @@ export interface ReplayOptions {
   readonly step?: StepOptions;
 }
 
-function lineOf(r: Receipt): ReplayLine {
+/** The one-line summary of a transition printed by `replay` and `serve`. */
+export function transitionLine(r: Receipt): ReplayLine {
   return {
     ts: r.detected_at,
     asset: r.asset,
@@ -90,7 +91,7 @@ export function replayScenario(scenario: Scenario, options: ReplayOptions): Repl
     host.stop();
   }
   return {
-    lines: receipts.map(lineOf),
+    lines: receipts.map(transitionLine),
     receipts,
     summary: { samples: scenario.samples.length, skipped, transitions: receipts.length },
   };
