@@ -63,6 +63,7 @@ export {
   parseThresholds,
   receiptHash,
   rederive,
+  stateFromReceipt,
   replayBundle,
   verifyBundle,
   ReceiptFormatError,

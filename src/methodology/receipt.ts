@@ -4,7 +4,7 @@ import { thresholdKind } from "./bands.ts";
 import { METHODOLOGY_VERSION } from "./constants.ts";
 import { decimalToWire, parseDecimal, type Decimal } from "./decimal.ts";
 import { FieldError } from "./errors.ts";
-import { evaluate, type Computed, type Decision, type Inputs } from "./evaluate.ts";
+import { evaluate, type AssetState, type Computed, type Decision, type Inputs } from "./evaluate.ts";
 import { parseTimestamp, timestampToWire } from "./time.ts";
 import {
   ASSET_CLASSES,
@@ -487,3 +487,43 @@ export function verifyBundle(input: unknown): VerifyResult {
 }
 
 
+
+/**
+ * Rebuilds an asset's engine state right after a receipt's decision, exactly, by re-running the pure pipeline on
+ * its frozen inputs. Recovery uses it when JetStream holds a transition newer than the last persisted snapshot (the
+ * process stopped between the ack and the snapshot write), so the actor continues from the acknowledged decision
+ * instead of deciding it again. `committedSince` is the decision instant when the band changed there, else unknown
+ * (null) — a display figure only.
+ */
+export function stateFromReceipt(receipt: { readonly catalog_entry: unknown; readonly inputs_frozen: unknown }): AssetState {
+  const asset = methodologyAssetFrom(receipt.catalog_entry);
+  const inputs = inputsFromWire(receipt.inputs_frozen);
+  const ev = evaluate(asset, inputs);
+  if (!ev.ok) throw new ReceiptFormatError("inputs_frozen", `does not produce a decision (${ev.reason})`);
+  const c = ev.computed;
+  return {
+    committed: ev.dwell.committed,
+    candidate: ev.dwell.candidate,
+    candidateSince: ev.dwell.candidateSince,
+    ewma: c.discount_smooth,
+    ewmaPrev: inputs.ewma_prev,
+    last: {
+      asset: inputs.asset,
+      ts: inputs.now,
+      intrinsic_usd: inputs.intrinsic_usd,
+      market_usd: inputs.market_usd,
+      intrinsic_sol: inputs.intrinsic_sol,
+      market_sol: inputs.market_sol,
+      cr: inputs.cr,
+      oracle: inputs.oracle,
+      intrinsic_stale: inputs.intrinsic_stale === true,
+    },
+    published: c.final_state,
+    gate: c.gate,
+    discountRaw: c.discount_raw,
+    confidence: c.confidence,
+    evaluatedAt: inputs.now,
+    publishedSince: c.final_state === inputs.previous_state ? null : inputs.now,
+    committedSince: c.band === inputs.previous_band ? null : inputs.now,
+  };
+}

@@ -1,0 +1,98 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { connect as tcpConnect, createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+
+/** The repository's nats.conf: the embedded server's configuration. */
+export const NATS_CONF = fileURLToPath(new URL("../../../nats.conf", import.meta.url));
+
+/** The nats-server binary is not installed. The message says what to install. */
+export class NatsServerMissingError extends Error {
+  readonly code = "nats_server_missing";
+  constructor() {
+    super(
+      "nats-server is not installed (needed when NATS_URL is unset): install the Debian package `nats-server` " +
+        "(apt-get install nats-server) or set NATS_URL to an existing server with JetStream enabled",
+    );
+    this.name = "NatsServerMissingError";
+  }
+}
+
+/** A nats-server process the service started and owns. */
+export interface EmbeddedNats {
+  readonly url: string;
+  readonly port: number;
+  /** Stops the server (SIGTERM, then SIGKILL after `graceMs`). Idempotent. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const a = srv.address();
+      const port = typeof a === "object" && a !== null ? a.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = tcpConnect(port, "127.0.0.1");
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
+}
+
+/**
+ * Starts `nats-server -c nats.conf` with JetStream stored in `storeDir`, on a free loopback port (the machine may
+ * already run a server on 4222). Resolves once the port accepts connections.
+ */
+export async function startEmbeddedNats(storeDir: string, opts: { binary?: string; timeoutMs?: number } = {}): Promise<EmbeddedNats> {
+  mkdirSync(storeDir, { recursive: true });
+  const port = await freePort();
+  const binary = opts.binary ?? "nats-server";
+  const proc: ChildProcess = spawn(binary, ["-c", NATS_CONF, "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  proc.stderr?.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+  const failed = new Promise<never>((_, reject) => {
+    proc.once("error", (e: NodeJS.ErrnoException) => reject(e.code === "ENOENT" ? new NatsServerMissingError() : e));
+    proc.once("exit", (code) => reject(new Error(`nats-server exited with code ${code}: ${stderr.trim()}`)));
+  });
+  failed.catch(() => {});
+  const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
+  for (;;) {
+    const up = await Promise.race([portOpen(port), failed]);
+    if (up) break;
+    if (Date.now() > deadline) {
+      proc.kill("SIGKILL");
+      throw new Error(`nats-server did not accept connections on port ${port}: ${stderr.trim()}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  let stopped: Promise<void> | null = null;
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    stop: (graceMs = 5_000) => {
+      if (stopped !== null) return stopped;
+      stopped = new Promise<void>((resolve) => {
+        if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+        const timer = setTimeout(() => proc.kill("SIGKILL"), graceMs);
+        proc.once("exit", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        proc.kill("SIGTERM");
+      });
+      return stopped;
+    },
+  };
+}

@@ -1,0 +1,9 @@
+/** NATS JetStream for the engine: topology, publishing with a bounded window, snapshots, consumers, recovery. */
+export { startEmbeddedNats, NatsServerMissingError, NATS_CONF, type EmbeddedNats } from "./embedded.ts";
+export { ensureTopology, subjects, TOPOLOGY, type Topology } from "./topology.ts";
+export { BoundedPublisher } from "./publisher.ts";
+export { SnapshotWriter } from "./snapshots.ts";
+export { startBatchConsumer, type BatchConsumer, type BatchConsumerOptions, type BatchMessage } from "./consumer.ts";
+export { EngineLink, type AckedTransition, type EngineLinkOptions, type LogFn } from "./engine-link.ts";
+export { recoverActors, type RecoverySummary } from "./recovery.ts";
+export { sampleMessage, sampleMsgId, type SampleMessage } from "./messages.ts";

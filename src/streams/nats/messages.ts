@@ -1,0 +1,48 @@
+import { decimalToWire, sampleToWire, timestampToWire, type SampleWire } from "../../methodology/index.ts";
+import type { StateEvent } from "../../actors/index.ts";
+
+/** Payload of `peg.sample.<mint>` (stream PEG_SAMPLES): one accepted, evaluated sample. */
+export interface SampleMessage {
+  readonly v: 1;
+  readonly asset: string;
+  readonly mint: string;
+  /** The evaluation instant (RFC 3339). */
+  readonly ts: string;
+  readonly trigger: "sample" | "dwell_timer";
+  readonly state: string;
+  readonly band: string;
+  readonly gate: string | null;
+  readonly state_reason: string | null;
+  /** d_smooth. */
+  readonly discount: string;
+  readonly discount_raw: string;
+  readonly confidence: string;
+  readonly market_usd: string;
+  readonly intrinsic_usd: string;
+  readonly sample: SampleWire;
+}
+
+export function sampleMessage(e: StateEvent): SampleMessage {
+  return {
+    v: 1,
+    asset: e.asset,
+    mint: e.mint,
+    ts: timestampToWire(e.now),
+    trigger: e.trigger,
+    state: e.state,
+    band: e.band,
+    gate: e.gate,
+    state_reason: e.state_reason,
+    discount: decimalToWire(e.discount),
+    discount_raw: decimalToWire(e.discount_raw),
+    confidence: e.confidence,
+    market_usd: decimalToWire(e.sample.market_usd),
+    intrinsic_usd: decimalToWire(e.sample.intrinsic_usd),
+    sample: sampleToWire(e.sample),
+  };
+}
+
+/** `Nats-Msg-Id` of a sample message: one evaluation per asset, instant and trigger. */
+export function sampleMsgId(e: StateEvent): string {
+  return `${e.mint}|${e.now}|${e.trigger}`;
+}

@@ -1,0 +1,78 @@
+import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
+
+/** Stream and bucket names and subjects (addendum E). Subject tokens are mints, never symbols. */
+export const TOPOLOGY = {
+  samples: { stream: "PEG_SAMPLES", subjects: "peg.sample.>", maxAgeMs: 24 * 3600_000 },
+  transitions: { stream: "PEG_TRANSITIONS", subjects: "peg.transition.>", maxAgeMs: 400 * 24 * 3600_000 },
+  deliveries: { stream: "PEG_DELIVERIES", subjects: "peg.delivery.>" },
+  actors: { bucket: "peg_actors" },
+} as const;
+
+export const subjects = {
+  sample: (mint: string) => `peg.sample.${mint}`,
+  state: (mint: string) => `peg.state.${mint}`,
+  transition: (mint: string) => `peg.transition.${mint}`,
+};
+
+/** Dedupe horizon for `Nats-Msg-Id`: a re-published transition (same alert id) within it is dropped by the server. */
+const DUPLICATE_WINDOW_MS = 2 * 3600_000;
+
+async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
+  try {
+    const info = await jsm.streams.info(config.name);
+    // Exists: bring the mutable limits up to date (subjects, ages, windows); storage/retention cannot change.
+    await jsm.streams.update(config.name, { ...info.config, ...config });
+  } catch (e) {
+    if (!isNotFound(e)) throw e;
+    await jsm.streams.add(config);
+  }
+}
+
+function isNotFound(e: unknown): boolean {
+  const msg = e instanceof Error ? e.message : String(e);
+  return /not found/i.test(msg) || (typeof e === "object" && e !== null && (e as { code?: unknown }).code === 404);
+}
+
+export interface Topology {
+  readonly jsm: JetStreamManager;
+  readonly actors: KV;
+}
+
+/**
+ * Creates (or updates) the streams and the KV bucket the service uses, idempotently: safe on every start and from
+ * several processes at once. `replicas` is 1 on a single server, 3 on a cluster.
+ */
+export async function ensureTopology(nc: NatsConnection, replicas = 1): Promise<Topology> {
+  const jsm = await jetstreamManager(nc);
+  await ensureStream(jsm, {
+    name: TOPOLOGY.samples.stream,
+    subjects: [TOPOLOGY.samples.subjects],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: nanos(TOPOLOGY.samples.maxAgeMs),
+    duplicate_window: nanos(60_000),
+    num_replicas: replicas,
+  });
+  await ensureStream(jsm, {
+    name: TOPOLOGY.transitions.stream,
+    subjects: [TOPOLOGY.transitions.subjects],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: nanos(TOPOLOGY.transitions.maxAgeMs),
+    duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+    num_replicas: replicas,
+  });
+  await ensureStream(jsm, {
+    name: TOPOLOGY.deliveries.stream,
+    subjects: [TOPOLOGY.deliveries.subjects],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    num_replicas: replicas,
+  });
+  const actors = await new Kvm(nc).create(TOPOLOGY.actors.bucket, { history: 1, replicas });
+  return { jsm, actors };
+}

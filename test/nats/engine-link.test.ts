@@ -1,0 +1,156 @@
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ActorHost, assetStateToJSON } from "../../src/actors/index.ts";
+import { loadShippedCatalog } from "../../src/catalog/index.ts";
+import { SimulatedClock } from "../../src/clock.ts";
+import { D, type Sample } from "../../src/methodology/index.ts";
+import {
+  EngineLink,
+  ensureTopology,
+  recoverActors,
+  subjects,
+  TOPOLOGY,
+  type AckedTransition,
+  type Topology,
+} from "../../src/streams/nats/index.ts";
+import { startNats, type TestNats } from "../support/nats.ts";
+import { waitFor } from "../support/ports.ts";
+
+const catalog = loadShippedCatalog();
+const USDC = catalog.bySymbol("USDC")!;
+const USDT = catalog.bySymbol("USDT")!;
+const T0 = Date.UTC(2026, 5, 12, 10, 0, 0);
+
+function sample(asset: string, ts: number, market: string): Sample {
+  return { asset, ts, intrinsic_usd: new D(1), market_usd: new D(market), intrinsic_sol: null, market_sol: null, cr: null, oracle: {}, intrinsic_stale: false };
+}
+
+let nats: TestNats;
+let nc: NatsConnection;
+let topology: Topology;
+
+beforeAll(async () => {
+  nats = await startNats();
+  nc = await connect({ servers: nats.url });
+  topology = await ensureTopology(nc);
+});
+
+afterAll(async () => {
+  await nc?.close();
+  await nats?.dispose();
+});
+
+function engine(clock: SimulatedClock) {
+  const host = new ActorHost({ assets: [USDC, USDT], clock, gitSha: "" });
+  const link = new EngineLink(host, nc, jetstream(nc), topology, { snapshotEveryMs: 50 });
+  const acked: AckedTransition[] = [];
+  link.acked$.subscribe((a) => acked.push(a));
+  link.start();
+  return { host, link, acked };
+}
+
+describe("JetStream topology", () => {
+  it("is created idempotently with the documented streams, subjects and bucket", async () => {
+    await ensureTopology(nc);
+    await ensureTopology(nc);
+    const names: string[] = [];
+    for await (const s of topology.jsm.streams.list()) names.push(s.config.name);
+    expect(names.sort()).toEqual(["KV_peg_actors", "PEG_DELIVERIES", "PEG_SAMPLES", "PEG_TRANSITIONS"]);
+    const t = await topology.jsm.streams.info(TOPOLOGY.transitions.stream);
+    expect(t.config.subjects).toEqual(["peg.transition.>"]);
+    expect(t.config.max_age).toBeGreaterThanOrEqual(90 * 24 * 3600 * 1e9);
+  });
+});
+
+describe("EngineLink", () => {
+  it("publishes transitions with Nats-Msg-Id = alert id, acks them in order, and writes snapshots after the ack", async () => {
+    const clock = new SimulatedClock(T0);
+    const { host, link, acked } = engine(clock);
+    host.ingest(sample("USDC", clock.now(), "1"));
+    clock.set(T0 + 1000);
+    host.ingest(sample("USDC", clock.now(), "0.99"));
+    clock.set(T0 + 31_000); // DRIFT commits by the dwell timer
+    await waitFor(() => acked.length === 1, 5_000, "the transition ack");
+    const [a] = acked;
+    expect(a!.receipt.to_state).toBe("DRIFT");
+    expect(a!.duplicate).toBe(false);
+    const stored = await topology.jsm.streams.getMessage(TOPOLOGY.transitions.stream, { seq: a!.seq });
+    expect(stored?.subject).toBe(subjects.transition(USDC.mint));
+    expect(stored?.header.get("Nats-Msg-Id")).toBe(a!.receipt.alert_id);
+    expect(stored?.json<{ receipt_sha256: string }>().receipt_sha256).toBe(a!.receipt.receipt_sha256);
+
+    // A re-publish of the same decision is a server-side duplicate.
+    const again = await jetstream(nc).publish(subjects.transition(USDC.mint), JSON.stringify(a!.receipt), { msgID: a!.receipt.alert_id });
+    expect(again.duplicate).toBe(true);
+
+    await link.close();
+    const kv = await topology.actors.get(USDC.mint);
+    expect(JSON.parse(kv!.string())).toEqual(assetStateToJSON(host.engineState("USDC")!));
+    const samples = await topology.jsm.streams.info(TOPOLOGY.samples.stream);
+    expect(samples.state.messages).toBeGreaterThanOrEqual(3);
+    host.stop();
+  });
+
+  it("retries a transition through a NATS outage and never writes a snapshot ahead of it", async () => {
+    const clock = new SimulatedClock(T0 + 10 * 60_000);
+    const { host, link, acked } = engine(clock);
+    host.ingest(sample("USDT", clock.now(), "1"));
+    await waitFor(async () => (await topology.actors.get(USDT.mint)) !== null, 5_000, "the first snapshot");
+    const before = (await topology.actors.get(USDT.mint))!.string();
+
+    await nats.kill();
+    clock.increment(1000);
+    host.ingest(sample("USDT", clock.now(), "0.99"));
+    clock.increment(30_000); // DRIFT decided while JetStream is down
+    expect(host.machineState("USDT")).toBe("DRIFT");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(acked.filter((x) => x.receipt.asset === "USDT")).toHaveLength(0);
+
+    await nats.start();
+    await waitFor(() => acked.some((x) => x.receipt.asset === "USDT"), 20_000, "the transition after the outage");
+    await link.close();
+    const after = JSON.parse((await topology.actors.get(USDT.mint))!.string());
+    expect(after.published).toBe("DRIFT");
+    expect(after).not.toEqual(JSON.parse(before));
+    host.stop();
+  }, 60_000);
+});
+
+describe("recovery", () => {
+  it("restores from the snapshot, or from a newer acknowledged transition, and commits an overdue dwell at its deadline", async () => {
+    const clock = new SimulatedClock(T0 + 60 * 60_000);
+    const first = engine(clock);
+    first.host.ingest(sample("USDC", clock.now(), "1"));
+    clock.increment(1000);
+    first.host.ingest(sample("USDC", clock.now(), "0.95")); // DEPEG candidate (d 0.015 -> 150 bps)
+    const deadline = first.host.deadline("USDC")!;
+    await first.link.close();
+    first.host.stop();
+
+    // Restart 5 minutes later: the pending escalation commits at its own deadline.
+    const clock2 = new SimulatedClock(deadline + 300_000);
+    const second = engine(clock2);
+    const summary = await recoverActors(second.host, [USDC, USDT], topology);
+    expect(summary.fromSnapshot + summary.fromTransition).toBe(2);
+    await waitFor(() => second.acked.length === 1, 5_000, "the resumed commit");
+    expect(second.acked[0]!.receipt.detected_at).toBe(new Date(deadline).toISOString());
+    expect(second.acked[0]!.receipt.inputs_frozen.trigger).toBe("dwell_timer");
+    const committed = assetStateToJSON(second.host.engineState("USDC")!);
+
+    // Lose the snapshot write: recovery rebuilds the same state from the acknowledged transition.
+    await second.link.close();
+    second.host.stop();
+    await topology.actors.delete(USDC.mint);
+    const third = engine(new SimulatedClock(deadline + 400_000));
+    const s3 = await recoverActors(third.host, [USDC], topology);
+    expect(s3.fromTransition).toBe(1);
+    const rebuilt = assetStateToJSON(third.host.engineState("USDC")!);
+    for (const k of ["committed", "candidate", "candidate_since", "ewma", "ewma_prev", "published", "gate", "discount_raw", "confidence"] as const) {
+      expect(rebuilt[k], k).toEqual(committed[k]);
+    }
+    expect(third.acked).toHaveLength(0); // no spurious transition
+    await third.link.close();
+    third.host.stop();
+  }, 60_000);
+});
