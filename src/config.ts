@@ -68,6 +68,8 @@ export interface Config {
   readonly feed: FeedConfig;
   /** Seed of the simulated market (FEED=sim), 0 to 2^32 - 1. Default 1. */
   readonly simSeed: number;
+  /** Mean milliseconds between simulated incidents (FEED=sim); 0 disables them. Default 600,000 (10 minutes). */
+  readonly simIncidentEveryMs: number;
   /** Simulated-clock speed multiplier for scenario feeds, > 0 (2 = twice real time). Default 1. */
   readonly scenarioSpeed: number;
   /** HS256 key for session JWTs, at least 32 bytes; null when unset (auth disabled). Secret. */
@@ -112,6 +114,7 @@ export const CONFIG_VARIABLES = [
   { name: "NATS_URL", default: null, secret: false, description: "nats:// or tls:// URL, or a comma-separated list. Unset: the service starts its own nats-server with its store in DATA_DIR/nats." },
   { name: "FEED", default: "sim", secret: false, description: "Sample source: sim (simulated market), live, or scenario:<name> (replay scenarios/<name>.jsonl)." },
   { name: "SIM_SEED", default: "1", secret: false, description: "Seed of the simulated market (FEED=sim), integer 0-4294967295: the same seed gives the same market." },
+  { name: "SIM_INCIDENT_EVERY_MS", default: "600000", secret: false, description: "Mean milliseconds between simulated incidents (FEED=sim), integer >= 0; 0 disables incidents." },
   { name: "SCENARIO_SPEED", default: "1", secret: false, description: "Speed multiplier of a scenario feed's clock, a positive decimal." },
   { name: "JWT_SECRET", default: null, secret: true, description: "HS256 session key, at least 32 bytes. Unset: login and /v1/me/* are disabled." },
   { name: "TELEGRAM_BOT_TOKEN", default: null, secret: true, description: "Telegram bot token for the login widget and alert messages. Unset: both are disabled." },
@@ -203,6 +206,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     nats: natsServers === null ? { kind: "embedded", storeDir: join(dataDir, "nats") } : { kind: "external", servers: natsServers },
     feed: read("FEED", parseFeed, { kind: "sim" }),
     simSeed: read("SIM_SEED", integerIn(0, 4_294_967_295), 1),
+    simIncidentEveryMs: read("SIM_INCIDENT_EVERY_MS", integerIn(0, 86_400_000), 600_000),
     scenarioSpeed: read("SCENARIO_SPEED", parseSpeed, 1),
     jwtSecret,
     telegramBotToken,

@@ -15,7 +15,7 @@ export interface BatchConsumerOptions {
   readonly filterSubject: string;
   /** Most messages handed to the handler at once (credit-based backpressure). Default 256. */
   readonly maxBatch?: number;
-  /** Longest wait for a batch to fill. Default 250 ms. */
+  /** Longest wait for a batch to fill, at least 1000 ms (the server's minimum pull expiry). Default 1000 ms. */
   readonly maxWaitMs?: number;
   /** Called when a batch fails; the batch is not acked and is redelivered after the ack wait. */
   readonly onError?: (e: unknown) => void;
@@ -59,7 +59,7 @@ export async function startBatchConsumer(
     while (running) {
       const batch: JsMsg[] = [];
       try {
-        const iter = await consumer.fetch({ max_messages: maxBatch, expires: opts.maxWaitMs ?? 250 });
+        const iter = await consumer.fetch({ max_messages: maxBatch, expires: Math.max(1000, opts.maxWaitMs ?? 1000) });
         for await (const m of iter) batch.push(m);
       } catch (e) {
         if (!running) break;

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { connect as tcpConnect, createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 
@@ -24,6 +25,34 @@ export interface EmbeddedNats {
   readonly port: number;
   /** Stops the server (SIGTERM, then SIGKILL after `graceMs`). Idempotent. */
   stop(graceMs?: number): Promise<void>;
+}
+
+/**
+ * A previous run killed with -9 leaves its detached nats-server running on our store: stop it (it holds the store
+ * directory) before starting a new one. Only a process whose command line is a nats-server is touched.
+ */
+async function reapOrphan(pidFile: string): Promise<void> {
+  if (!existsSync(pidFile)) return;
+  const pid = Number.parseInt(readFileSync(pidFile, "utf8"), 10);
+  rmSync(pidFile, { force: true });
+  if (!Number.isInteger(pid) || pid <= 1) return;
+  let cmdline = "";
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  } catch {
+    return; // not running
+  }
+  if (!cmdline.includes("nats-server")) return;
+  process.kill(pid, "SIGTERM");
+  for (let i = 0; i < 100; i++) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  process.kill(pid, "SIGKILL");
 }
 
 function freePort(): Promise<number> {
@@ -55,11 +84,18 @@ function portOpen(port: number): Promise<boolean> {
  */
 export async function startEmbeddedNats(storeDir: string, opts: { binary?: string; timeoutMs?: number } = {}): Promise<EmbeddedNats> {
   mkdirSync(storeDir, { recursive: true });
+  const pidFile = join(dirname(storeDir), "nats-server.pid");
+  await reapOrphan(pidFile);
   const port = await freePort();
   const binary = opts.binary ?? "nats-server";
+  // Its own process group: a Ctrl-C in the terminal reaches the service only, which stops this server last, after
+  // flushing to it (docs/lifecycle.md).
   const proc: ChildProcess = spawn(binary, ["-c", NATS_CONF, "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir], {
     stdio: ["ignore", "ignore", "pipe"],
+    detached: true,
   });
+  proc.unref();
+  if (proc.pid !== undefined) writeFileSync(pidFile, String(proc.pid));
   let stderr = "";
   proc.stderr?.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
   const failed = new Promise<never>((_, reject) => {
@@ -88,6 +124,7 @@ export async function startEmbeddedNats(storeDir: string, opts: { binary?: strin
         const timer = setTimeout(() => proc.kill("SIGKILL"), graceMs);
         proc.once("exit", () => {
           clearTimeout(timer);
+          rmSync(pidFile, { force: true });
           resolve();
         });
         proc.kill("SIGTERM");

@@ -1,4 +1,13 @@
-import { decimalToWire, sampleToWire, timestampToWire, type SampleWire } from "../../methodology/index.ts";
+import {
+  decimalToWire,
+  sampleToWire,
+  timestampToWire,
+  type Band,
+  type Confidence,
+  type GateName,
+  type PegState,
+  type SampleWire,
+} from "../../methodology/index.ts";
 import type { StateEvent } from "../../actors/index.ts";
 
 /** Payload of `peg.sample.<mint>` (stream PEG_SAMPLES): one accepted, evaluated sample. */
@@ -9,16 +18,19 @@ export interface SampleMessage {
   /** The evaluation instant (RFC 3339). */
   readonly ts: string;
   readonly trigger: "sample" | "dwell_timer";
-  readonly state: string;
-  readonly band: string;
-  readonly gate: string | null;
+  readonly state: PegState;
+  readonly band: Band;
+  readonly gate: GateName | null;
   readonly state_reason: string | null;
   /** d_smooth. */
   readonly discount: string;
   readonly discount_raw: string;
-  readonly confidence: string;
+  readonly confidence: Confidence;
   readonly market_usd: string;
   readonly intrinsic_usd: string;
+  /** When the current committed band and published state began (RFC 3339), if known. */
+  readonly committed_since: string | null;
+  readonly published_since: string | null;
   readonly sample: SampleWire;
 }
 
@@ -38,6 +50,8 @@ export function sampleMessage(e: StateEvent): SampleMessage {
     confidence: e.confidence,
     market_usd: decimalToWire(e.sample.market_usd),
     intrinsic_usd: decimalToWire(e.sample.intrinsic_usd),
+    committed_since: e.engine.committedSince === null ? null : timestampToWire(e.engine.committedSince),
+    published_since: e.engine.publishedSince === null ? null : timestampToWire(e.engine.publishedSince),
     sample: sampleToWire(e.sample),
   };
 }

@@ -1,0 +1,224 @@
+import { jetstream } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { filter, merge, share, type Observable, type Subscription } from "rxjs";
+import { ActorHost } from "../actors/index.ts";
+import type { Catalog } from "../catalog/index.ts";
+import { ScaledClock, systemClock, type Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import type { Sample } from "../methodology/index.ts";
+import { assembleSamples } from "../streams/assembly.ts";
+import { liveLegs } from "../streams/live/index.ts";
+import {
+  EngineLink,
+  ensureTopology,
+  recoverActors,
+  startBatchConsumer,
+  startEmbeddedNats,
+  TOPOLOGY,
+  type BatchConsumer,
+  type EmbeddedNats,
+  type LogFn,
+  type RecoverySummary,
+} from "../streams/nats/index.ts";
+import { sampleProjector, transitionProjector, type ProjectorStats } from "../streams/projector.ts";
+import { transitionLine } from "../streams/replay.ts";
+import { scenarioFeed } from "../streams/scenario-feed.ts";
+import { simulatedLegs } from "../streams/sim-legs.ts";
+import { simulatedMarket } from "../streams/sim.ts";
+import { openStore, startRetention, type Store } from "../store/index.ts";
+import { loadScenario } from "./scenario-files.ts";
+
+/** A running service: its parts (for tests and stats) and the ordered shutdown. */
+export interface Service {
+  readonly store: Store;
+  readonly nc: NatsConnection;
+  readonly host: ActorHost;
+  readonly link: EngineLink;
+  readonly recovery: RecoverySummary;
+  readonly natsUrl: string;
+  readonly projected: { readonly transitions: ProjectorStats; readonly samples: ProjectorStats };
+  /** The documented shutdown order (docs/lifecycle.md). Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface ServiceIO {
+  readonly log: LogFn;
+  /** Receives each acknowledged transition's summary line (stdout in `serve`). */
+  readonly transition?: (line: string) => void;
+  /** Called when the feed ends or fails (a scenario completes; a source errors). */
+  readonly onFeedEnd?: (error: unknown) => void;
+}
+
+function feedFor(config: Config, catalog: Catalog, clock: Clock, log: LogFn): { feed: Observable<Sample>; clock: Clock } | { error: string } {
+  switch (config.feed.kind) {
+    case "sim":
+      return {
+        clock,
+        feed: simulatedMarket({ assets: catalog.active, seed: config.simSeed, clock, incidentEveryMs: config.simIncidentEveryMs }),
+      };
+    case "scenario": {
+      let scenario;
+      try {
+        scenario = loadScenario(config.feed.name);
+      } catch (e) {
+        return { error: `FEED=scenario:${config.feed.name}: ${e instanceof Error ? e.message : String(e)}` };
+      }
+      const scaled = new ScaledClock(scenario.samples[0]?.ts ?? clock.now(), config.scenarioSpeed, clock);
+      return { clock: scaled, feed: scenarioFeed(scenario.samples, scaled, config.scenarioSpeed) };
+    }
+    case "live": {
+      const live = liveLegs(catalog, config.sources, clock, { log: (level, msg, fields) => log(level, msg, fields) });
+      const legs = merge(live.legs, simulatedLegs({ assets: catalog.active, seed: config.simSeed, clock, incidentEveryMs: 0 })).pipe(share());
+      return { clock, feed: assembleSamples(legs, { assets: catalog.active, catalog, clock }) };
+    }
+  }
+}
+
+/**
+ * Starts the whole service in the order of docs/lifecycle.md: store, NATS and its topology, engine and JetStream
+ * link, recovery, projectors, retention, then intake. Throws (after undoing what started) when a dependency fails.
+ */
+export async function startService(config: Config, catalog: Catalog, io: ServiceIO, baseClock: Clock = systemClock): Promise<Service> {
+  const { log } = io;
+  const undo: (() => Promise<void>)[] = [];
+  const rollback = async () => {
+    for (const u of undo.reverse()) await u().catch(() => {});
+  };
+  try {
+    const chosen = feedFor(config, catalog, baseClock, log);
+    if ("error" in chosen) throw new Error(chosen.error);
+    const clock = chosen.clock;
+
+    const store = await openStore(
+      config.database.kind === "postgres" ? { kind: "postgres", url: config.database.url } : { kind: "pglite", dataDir: config.database.dataDir },
+      baseClock,
+    );
+    undo.push(() => store.close());
+    await store.upsertAssets(catalog.all);
+
+    let embedded: EmbeddedNats | null = null;
+    let servers: readonly string[];
+    if (config.nats.kind === "external") servers = config.nats.servers;
+    else {
+      embedded = await startEmbeddedNats(config.nats.storeDir);
+      undo.push(() => embedded!.stop());
+      servers = [embedded.url];
+      log("info", "started embedded nats-server", { url: embedded.url, store: config.nats.storeDir });
+    }
+    const nc = await connect({ servers: [...servers], name: "peg-oracle", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    undo.push(() => nc.close());
+    const topology = await ensureTopology(nc);
+
+    const host = new ActorHost({
+      assets: catalog.active,
+      clock,
+      gitSha: config.gitSha,
+      step: { intrinsicLivenessGate: config.intrinsicLivenessGate },
+    });
+    undo.push(async () => host.stop());
+    const link = new EngineLink(host, nc, jetstream(nc), topology, { log });
+    link.start();
+    undo.push(() => link.close());
+    const acked: Subscription = link.acked$.subscribe((a) => {
+      if (!a.duplicate) io.transition?.(JSON.stringify(transitionLine(a.receipt)));
+    });
+
+    const recovery = await recoverActors(host, catalog.active, topology, {
+      log,
+      fromStore: async (mint) => {
+        const [latest] = await store.alerts({ mint, limit: 1, offset: 0 });
+        if (latest === undefined) return null;
+        const r = await store.receiptById(latest.id);
+        return r === undefined ? null : r.receipt;
+      },
+    });
+    log("info", "recovered actors", { ...recovery });
+
+    const projected = {
+      transitions: { projected: 0, duplicates: 0, rejected: 0 },
+      samples: { projected: 0, duplicates: 0, rejected: 0 },
+    };
+    const onReject = (why: string) => log("warn", "projector rejected a message", { why });
+    const onError = (e: unknown) => log("warn", "projector batch failed; it will be redelivered", { error: e instanceof Error ? e.message : String(e) });
+    const consumers: BatchConsumer[] = [];
+    consumers.push(
+      await startBatchConsumer(
+        nc,
+        topology.jsm,
+        { stream: TOPOLOGY.transitions.stream, durable: "projector-transitions", filterSubject: TOPOLOGY.transitions.subjects, maxBatch: 64, onError },
+        transitionProjector(store, catalog, projected.transitions, onReject),
+      ),
+    );
+    consumers.push(
+      await startBatchConsumer(
+        nc,
+        topology.jsm,
+        { stream: TOPOLOGY.samples.stream, durable: "projector-samples", filterSubject: TOPOLOGY.samples.subjects, maxBatch: 512, onError },
+        sampleProjector(store, projected.samples, onReject),
+      ),
+    );
+    const stopConsumers = async () => {
+      for (const c of consumers) await c.stop();
+    };
+    undo.push(stopConsumers);
+    const stopRetention = startRetention(store, baseClock);
+    undo.push(stopRetention);
+
+    // Intake last. A scenario replay resumes after the newest instant the actors already saw.
+    let feed = chosen.feed;
+    if (config.feed.kind === "scenario") {
+      let newest = -Infinity;
+      for (const a of catalog.active) newest = Math.max(newest, host.engineState(a.symbol)?.evaluatedAt ?? -Infinity);
+      if (Number.isFinite(newest)) log("info", "scenario resumes after the recovered state", { after: new Date(newest).toISOString() });
+      const skipBefore = newest;
+      feed = chosen.feed.pipe(filter((s) => s.ts > skipBefore));
+    }
+    const intake = feed.subscribe({
+      next: (s) => {
+        host.ingest(s);
+      },
+      error: (e: unknown) => io.onFeedEnd?.(e),
+      complete: () => io.onFeedEnd?.(null),
+    });
+
+    let stopping: Promise<void> | null = null;
+    return {
+      store,
+      nc,
+      host,
+      link,
+      recovery,
+      natsUrl: servers[0]!,
+      projected,
+      stop: () =>
+        (stopping ??= (async () => {
+          // Every step runs even when an earlier one failed; the first failure is reported at the end.
+          let failure: unknown = null;
+          const step = async (name: string, fn: () => Promise<void> | void) => {
+            try {
+              await fn();
+            } catch (e) {
+              log("error", `shutdown step failed: ${name}`, { error: e instanceof Error ? e.message : String(e) });
+              failure ??= e;
+            }
+          };
+          await step("stop intake", () => intake.unsubscribe()); // 1
+          await step("drain actors and flush snapshots", () => link.close()); // 2-3
+          await step("stop actors", () => {
+            acked.unsubscribe();
+            host.stop();
+          });
+          await step("stop retention", () => stopRetention());
+          await step("stop projectors", () => stopConsumers()); // 4
+          await step("drain NATS", () => nc.drain().catch(() => nc.close()));
+          await step("close the store", () => store.close()); // 5
+          await step("stop nats-server", () => embedded?.stop()); // 6
+          if (failure !== null) throw failure;
+        })()),
+    };
+  } catch (e) {
+    await rollback();
+    throw e;
+  }
+}
+

@@ -1,0 +1,126 @@
+/**
+ * Opening the store: one code path for PostgreSQL (node-postgres pool) and PGlite (embedded, on disk or in memory).
+ * Both speak the same SQL through Kysely; the drivers' differences in value types (int8 as string or number) are
+ * absorbed by the repositories (normalise.ts). Migrations run at open.
+ */
+import { PGlite } from "@electric-sql/pglite";
+import { Kysely, PGliteDialect, PostgresDialect, type Dialect } from "kysely";
+import { mkdirSync } from "node:fs";
+import pg from "pg";
+import type { Clock } from "../clock.ts";
+import type { CatalogAsset } from "../catalog/index.ts";
+import type { EpochMs, Receipt } from "../methodology/index.ts";
+import {
+  alertById,
+  alerts,
+  countAlertsSince,
+  insertTransition,
+  markDispatched,
+  receiptById,
+  type AlertRecord,
+  type AlertsQuery,
+  type StoredReceipt,
+  type TransitionMeta,
+} from "./alerts.ts";
+import { latestSnapshots, upsertAssets, upsertSnapshot, type SnapshotRow } from "./assets.ts";
+import { migrateToLatest } from "./migrate.ts";
+import { applyRetention, type RetentionResult } from "./retention.ts";
+import {
+  history,
+  insertSamples,
+  lastSampleAt,
+  type HistoryQuery,
+  type InsertSamplesResult,
+  type MinuteHistoryRow,
+  type RawHistoryRow,
+  type SampleRow,
+} from "./samples.ts";
+import type { Database, Executor } from "./schema.ts";
+
+/** Where the data lives. `pglite` keeps it in `dataDir` (created if missing); `pglite-memory` loses it on close. */
+export type StoreConfig =
+  | { readonly kind: "postgres"; readonly url: string; /** Pool size, default 10. */ readonly max?: number }
+  | { readonly kind: "pglite"; readonly dataDir: string }
+  | { readonly kind: "pglite-memory" };
+
+export type StoreKind = StoreConfig["kind"];
+
+/**
+ * The store: the Kysely handle (for transactions spanning repositories: pass `trx` to the repository functions) and
+ * every repository bound to it. Instants are epoch ms; decimals are exact wire strings.
+ */
+export interface Store {
+  readonly db: Executor;
+  readonly kind: StoreKind;
+  /** Applies pending migrations (already done by openStore); returns the names applied. */
+  migrate(): Promise<string[]>;
+  /** Closes the pool or the embedded database. Idempotent. */
+  close(): Promise<void>;
+  /** Upserts catalog assets, stamping changed rows with the clock's now. */
+  upsertAssets(assets: readonly CatalogAsset[]): Promise<number>;
+  upsertSnapshot(row: SnapshotRow): Promise<boolean>;
+  latestSnapshots(): Promise<SnapshotRow[]>;
+  insertTransition(receipt: Receipt, meta: TransitionMeta): Promise<boolean>;
+  /** Stamps `dispatched_at` (default: the clock's now) once. */
+  markDispatched(id: string, at?: EpochMs): Promise<boolean>;
+  alerts(q: AlertsQuery): Promise<AlertRecord[]>;
+  alertById(id: string): Promise<AlertRecord | undefined>;
+  receiptById(id: string): Promise<StoredReceipt | undefined>;
+  countAlertsSince(ts: EpochMs): Promise<number>;
+  /** Stores a sample batch, refusing rows past raw retention at the clock's now (see samples.ts). */
+  insertSamples(rows: readonly SampleRow[]): Promise<InsertSamplesResult>;
+  history(mint: string, q: HistoryQuery & { bucket: "raw" }): Promise<RawHistoryRow[]>;
+  history(mint: string, q: HistoryQuery & { bucket: "1m" }): Promise<MinuteHistoryRow[]>;
+  history(mint: string, q: HistoryQuery): Promise<RawHistoryRow[] | MinuteHistoryRow[]>;
+  lastSampleAt(mint?: string): Promise<EpochMs | null>;
+  /** Deletes what retention allows at `now` (default: the clock's now). */
+  applyRetention(now?: EpochMs): Promise<RetentionResult>;
+}
+
+function dialectFor(config: StoreConfig): Dialect {
+  switch (config.kind) {
+    case "postgres":
+      return new PostgresDialect({ pool: new pg.Pool({ connectionString: config.url, max: config.max ?? 10 }) });
+    case "pglite":
+      mkdirSync(config.dataDir, { recursive: true });
+      return new PGliteDialect({ pglite: new PGlite(config.dataDir) });
+    case "pglite-memory":
+      return new PGliteDialect({ pglite: new PGlite() });
+  }
+}
+
+/** Binds every repository to `db`. Exposed for tests and tools that bring their own Kysely instance. */
+export function createStore(db: Kysely<Database>, kind: StoreKind, clock: Clock): Store {
+  let closing: Promise<void> | null = null;
+  return {
+    db,
+    kind,
+    migrate: () => migrateToLatest(db),
+    close: () => (closing ??= db.destroy()),
+    upsertAssets: (assets) => upsertAssets(db, assets, clock.now()),
+    upsertSnapshot: (row) => upsertSnapshot(db, row),
+    latestSnapshots: () => latestSnapshots(db),
+    insertTransition: (receipt, meta) => insertTransition(db, receipt, meta),
+    markDispatched: (id, at) => markDispatched(db, id, at ?? clock.now()),
+    alerts: (q) => alerts(db, q),
+    alertById: (id) => alertById(db, id),
+    receiptById: (id) => receiptById(db, id),
+    countAlertsSince: (ts) => countAlertsSince(db, ts),
+    insertSamples: (rows) => insertSamples(db, rows, { now: clock.now() }),
+    history: ((mint: string, q: HistoryQuery) => history(db, mint, q)) as Store["history"],
+    lastSampleAt: (mint) => lastSampleAt(db, mint),
+    applyRetention: (now) => applyRetention(db, now ?? clock.now()),
+  };
+}
+
+/** Opens the database, applies pending migrations and returns the bound store. On failure nothing is left open. */
+export async function openStore(config: StoreConfig, clock: Clock): Promise<Store> {
+  const store = createStore(new Kysely<Database>({ dialect: dialectFor(config) }), config.kind, clock);
+  try {
+    await store.migrate();
+  } catch (e) {
+    await store.close().catch(() => {});
+    throw e;
+  }
+  return store;
+}

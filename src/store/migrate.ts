@@ -1,0 +1,55 @@
+/**
+ * Schema migrations: timestamped files in ./migrations, imported statically (no filesystem scanning, so the set is
+ * fixed at build time) and applied in name order by Kysely's Migrator at every open. Kysely's lock table serialises
+ * two processes opening the same database. Add `YYYY_MM_DD_NNNN_what.ts` and list it below; never edit or rename a
+ * migration that has shipped.
+ */
+import type { Kysely } from "kysely";
+import { Migrator, type Migration, type MigrationProvider } from "kysely/migration";
+import * as initial from "./migrations/2026_11_21_0001_initial.ts";
+
+/** Any Kysely instance: migrations work below the app's table types (Kysely's Migrator takes `Kysely<any>`). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyKysely = Kysely<any>;
+
+export const MIGRATIONS: Readonly<Record<string, Migration>> = {
+  "2026_11_21_0001_initial": initial,
+};
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: () => Promise.resolve({ ...MIGRATIONS }),
+};
+
+/** A migration failed; the database is left at the last migration that succeeded. Never retry blindly. */
+export class MigrationError extends Error {
+  readonly code = "migration_failed";
+  readonly migration: string | null;
+  constructor(migration: string | null, cause: unknown) {
+    super(`migration ${migration ?? "(setup)"} failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = "MigrationError";
+    this.migration = migration;
+  }
+}
+
+/** Applies every pending migration. Returns the names applied by this call (empty when already up to date). */
+export async function migrateToLatest(db: AnyKysely): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error !== undefined) {
+    const failed = results?.find((r) => r.status === "Error")?.migrationName ?? null;
+    throw new MigrationError(failed, error);
+  }
+  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+}
+
+/** Names of the migrations this build knows, in order. */
+export function knownMigrations(): string[] {
+  return Object.keys(MIGRATIONS).sort();
+}
+
+/** Names recorded as applied in the database (Kysely's `kysely_migration` table), in order. */
+export async function appliedMigrations(db: AnyKysely): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: migrationProvider });
+  const infos = await migrator.getMigrations();
+  return infos.filter((m) => m.executedAt !== undefined).map((m) => m.name);
+}

@@ -1,0 +1,126 @@
+import type { Catalog } from "../catalog/index.ts";
+import { BANDS, CONFIDENCES, GATES, parseTimestamp, PEG_STATES, type PegState, type Receipt } from "../methodology/index.ts";
+import type { SampleRow, SnapshotRow, Store } from "../store/index.ts";
+import type { SampleMessage } from "./nats/messages.ts";
+import type { BatchMessage } from "./nats/consumer.ts";
+
+const decoder = new TextDecoder();
+
+/** A message the projector cannot use. It is counted and skipped (acked), never retried forever. */
+export interface ProjectorStats {
+  projected: number;
+  duplicates: number;
+  rejected: number;
+}
+
+function isState(v: unknown): v is PegState {
+  return typeof v === "string" && (PEG_STATES as readonly string[]).includes(v);
+}
+
+/**
+ * Projects `peg.transition.*` into alerts and receipts, idempotently by alert id (a redelivered batch inserts
+ * nothing twice). A receipt that does not parse or names an unknown mint is rejected and counted: JetStream keeps
+ * it, and the store never holds a half-understood row.
+ */
+export function transitionProjector(store: Store, catalog: Catalog, stats: ProjectorStats, onReject?: (why: string) => void) {
+  return async (batch: readonly BatchMessage[]): Promise<void> => {
+    for (const m of batch) {
+      let receipt: Receipt;
+      try {
+        receipt = JSON.parse(decoder.decode(m.data)) as Receipt;
+      } catch {
+        stats.rejected++;
+        onReject?.(`transition seq ${m.seq}: not JSON`);
+        continue;
+      }
+      const asset = catalog.byMint(receipt.mint);
+      if (asset === undefined || typeof receipt.alert_id !== "string") {
+        stats.rejected++;
+        onReject?.(`transition seq ${m.seq}: unknown mint or missing alert id`);
+        continue;
+      }
+      const inserted = await store.insertTransition(receipt, {
+        seq: m.seq,
+        monitoringOnly: asset.monitoringOnly,
+        calibration: asset.calibration,
+      });
+      if (inserted) stats.projected++;
+      else stats.duplicates++;
+    }
+  };
+}
+
+/** Row identity of an evaluation within its millisecond: the dwell timer is evaluated before a same-instant sample. */
+const TRIGGER_SEQ = { dwell_timer: 0, sample: 1 } as const;
+
+function optionalTime(v: string | null): number | null {
+  return v === null ? null : parseTimestamp(v);
+}
+
+/**
+ * Projects `peg.sample.*` batches into raw sample rows (idempotent by mint, instant and trigger; the rollups are
+ * recomputed from raw rows, so redelivery never double-counts) and the latest snapshot per asset (versioned by the
+ * stream sequence, so an older message never overwrites a newer one).
+ */
+export function sampleProjector(store: Store, stats: ProjectorStats, onReject?: (why: string) => void) {
+  return async (batch: readonly BatchMessage[]): Promise<void> => {
+    const rows: SampleRow[] = [];
+    const latest = new Map<string, SnapshotRow>();
+    for (const m of batch) {
+      let s: SampleMessage;
+      try {
+        s = JSON.parse(decoder.decode(m.data)) as SampleMessage;
+      } catch {
+        stats.rejected++;
+        onReject?.(`sample seq ${m.seq}: not JSON`);
+        continue;
+      }
+      const ts = parseTimestamp(s.ts);
+      const valid =
+        ts !== null &&
+        isState(s.state) &&
+        typeof s.mint === "string" &&
+        s.trigger in TRIGGER_SEQ &&
+        BANDS.includes(s.band) &&
+        (s.gate === null || GATES.includes(s.gate)) &&
+        CONFIDENCES.includes(s.confidence);
+      if (!valid) {
+        stats.rejected++;
+        onReject?.(`sample seq ${m.seq}: malformed`);
+        continue;
+      }
+      rows.push({
+        mint: s.mint,
+        ts,
+        seq: TRIGGER_SEQ[s.trigger],
+        discount: s.discount,
+        discount_raw: s.discount_raw,
+        state: s.state,
+        market_usd: s.market_usd,
+        intrinsic_usd: s.intrinsic_usd,
+      });
+      latest.set(s.mint, {
+        mint: s.mint,
+        state: s.state,
+        band: s.band,
+        gate: s.gate,
+        state_reason: s.state_reason,
+        discount: s.discount,
+        discount_raw: s.discount_raw,
+        intrinsic_usd: s.intrinsic_usd,
+        market_usd: s.market_usd,
+        confidence: s.confidence,
+        committed_since: optionalTime(s.committed_since ?? null),
+        published_since: optionalTime(s.published_since ?? null),
+        updated_at: ts,
+        version: m.seq,
+      });
+    }
+    if (rows.length > 0) {
+      const r = await store.insertSamples(rows);
+      stats.projected += r.inserted;
+      stats.duplicates += rows.length - r.inserted - r.stale;
+    }
+    for (const row of latest.values()) await store.upsertSnapshot(row);
+  };
+}

@@ -1,0 +1,167 @@
+/** Store contract, part 3: raw samples, 1-minute rollups, history, retention. */
+import { describe, expect, test } from "vitest";
+import {
+  RAW_RETENTION_MS,
+  ROLLUP_RETENTION_MS,
+  history,
+  insertSamples,
+  startRetention,
+  type SampleRow,
+} from "../../src/store/index.ts";
+import type { ContractContext } from "./contract.ts";
+import { MIN, USDC, USDT, sample } from "./fixtures.ts";
+
+export function sampleContract(ctx: ContractContext): void {
+  /** A whole minute comfortably inside raw retention of the suite clock. */
+  const minute = (): number => Math.floor(ctx.clock.now() / MIN) * MIN - 10 * MIN;
+  const rollups = (mint = USDC.mint) => history(ctx.store.db, mint, { bucket: "1m", from: 0, to: 2 ** 42, limit: 100 });
+  const raw = (mint = USDC.mint) => history(ctx.store.db, mint, { bucket: "raw", from: 0, to: 2 ** 42, limit: 1000 });
+
+  describe("samples and rollups", () => {
+    test("decimals come back as the exact strings written, never numbers", async () => {
+      await ctx.store.upsertAssets([USDC]);
+      const m = minute();
+      const exact = "0.0123456789012345678901234567890123";
+      await ctx.store.insertSamples([sample(USDC.mint, m + 1, exact, { discount_raw: "-0.0000000000000000000000000000000000000001" })]);
+      const [row] = await raw();
+      expect(row).toEqual({
+        ts: m + 1,
+        discount: exact,
+        discount_raw: "-0.0000000000000000000000000000000000000001",
+        state: "PEGGED",
+        market_usd: "0.9990000000000000000000000000000001",
+        intrinsic_usd: "1",
+      });
+      const [r1] = await rollups();
+      expect(r1).toEqual({ ts: m, discount: exact, min_discount: exact, max_discount: exact, samples: 1, state: "PEGGED", discount_raw: null });
+    });
+
+    test("re-delivering a batch changes nothing (raw rows and rollups)", async () => {
+      await ctx.store.upsertAssets([USDC, USDT]);
+      const m = minute();
+      const batch: SampleRow[] = [
+        sample(USDC.mint, m + 1_000, "0.001"),
+        sample(USDC.mint, m + 2_000, "0.002"),
+        sample(USDC.mint, m + MIN + 5, "0.003", { state: "DRIFT" }),
+        sample(USDT.mint, m + 3_000, "-0.004"),
+      ];
+      expect(await ctx.store.insertSamples(batch)).toEqual({ inserted: 4, stale: 0, minutes: 3 });
+      const [raw1, roll1] = [await raw(), await rollups()];
+      expect(await ctx.store.insertSamples(batch)).toEqual({ inserted: 0, stale: 0, minutes: 3 });
+      expect(await ctx.store.insertSamples([...batch, batch[0]!])).toEqual({ inserted: 0, stale: 0, minutes: 3 });
+      expect(await raw()).toEqual(raw1);
+      expect(await rollups()).toEqual(roll1);
+      expect(roll1.map((r) => r.samples)).toEqual([1, 2]);
+    });
+
+    test("a minute split over two batches (late rows included) rolls up avg/min/max/count/last state", async () => {
+      await ctx.store.upsertAssets([USDC]);
+      const m = minute();
+      await ctx.store.insertSamples([
+        sample(USDC.mint, m + 10_000, "0.001"),
+        sample(USDC.mint, m + 50_000, "0.003", { state: "DRIFT" }),
+        sample(USDC.mint, m + 50_000, "-0.002", { seq: 1, state: "DEPEG" }),
+      ]);
+      expect((await rollups())[0]).toMatchObject({ samples: 3, state: "DEPEG", min_discount: "-0.002", max_discount: "0.003" });
+      // Second batch: one row later in the minute, one late-arriving earlier row.
+      await ctx.store.insertSamples([sample(USDC.mint, m + 59_999, "0.004", { state: "CRITICAL" }), sample(USDC.mint, m, "0.01")]);
+      const [r] = await rollups();
+      expect(r).toEqual({
+        ts: m,
+        discount: "0.0032",
+        min_discount: "-0.002",
+        max_discount: "0.01",
+        samples: 5,
+        state: "CRITICAL",
+        discount_raw: null,
+      });
+      expect(typeof r!.samples).toBe("number");
+    });
+
+    test("concurrent batches into one minute lose no row from the rollup", async () => {
+      await ctx.store.upsertAssets([USDC]);
+      const m = minute();
+      const batches = Array.from({ length: 24 }, (_, i) => [sample(USDC.mint, m + i * 1_000, `0.00${i % 10}`, { seq: i })]);
+      await Promise.all(batches.map((b) => ctx.store.insertSamples(b)));
+      const [r] = await rollups();
+      expect(r).toMatchObject({ ts: m, samples: 24, min_discount: "0", max_discount: "0.009" });
+    });
+
+    test("history: shapes, newest first, limit and inclusive from/to", async () => {
+      await ctx.store.upsertAssets([USDC]);
+      const m = minute() - 5 * MIN;
+      const rows = [0, 1, 2, 3, 4].map((i) => sample(USDC.mint, m + i * MIN + 30_000, `0.00${i}`));
+      await ctx.store.insertSamples(rows);
+      const q = { from: m + MIN + 30_000, to: m + 3 * MIN + 30_000, limit: 10 };
+      const r = await ctx.store.history(USDC.mint, { ...q, bucket: "raw" });
+      expect(r.map((x) => x.ts)).toEqual([m + 3 * MIN + 30_000, m + 2 * MIN + 30_000, m + MIN + 30_000]);
+      expect(Object.keys(r[0]!).sort()).toEqual(["discount", "discount_raw", "intrinsic_usd", "market_usd", "state", "ts"]);
+      const one = await ctx.store.history(USDC.mint, { ...q, bucket: "raw", limit: 1 });
+      expect(one.map((x) => x.discount)).toEqual(["0.003"]);
+      const b = await ctx.store.history(USDC.mint, { from: m + MIN, to: m + 3 * MIN, limit: 2, bucket: "1m" });
+      expect(b.map((x) => x.ts)).toEqual([m + 3 * MIN, m + 2 * MIN]);
+      expect(Object.keys(b[0]!).sort()).toEqual(["discount", "discount_raw", "max_discount", "min_discount", "samples", "state", "ts"]);
+      expect(b[0]!.discount_raw).toBeNull();
+      expect(await ctx.store.history(USDT.mint, { ...q, bucket: "1m" })).toEqual([]);
+    });
+
+    test("lastSampleAt: newest instant overall and per asset, null when empty", async () => {
+      await ctx.store.upsertAssets([USDC, USDT]);
+      expect(await ctx.store.lastSampleAt()).toBeNull();
+      const m = minute();
+      await ctx.store.insertSamples([sample(USDC.mint, m + 7, "0"), sample(USDT.mint, m + 9, "0")]);
+      expect(await ctx.store.lastSampleAt()).toBe(m + 9);
+      expect(await ctx.store.lastSampleAt(USDC.mint)).toBe(m + 7);
+    });
+
+    test("rows whose minute is past raw retention are refused, so no rollup is rebuilt from partial rows", async () => {
+      await ctx.store.upsertAssets([USDC]);
+      const now = ctx.clock.now();
+      const old = sample(USDC.mint, now - RAW_RETENTION_MS - MIN, "0.5");
+      expect(await ctx.store.insertSamples([old, sample(USDC.mint, now - MIN, "0.1")])).toEqual({ inserted: 1, stale: 1, minutes: 1 });
+      expect((await raw()).map((r) => r.discount)).toEqual(["0.1"]);
+    });
+  });
+
+  describe("retention", () => {
+    test("deletes raw rows older than 7 d and rollups older than 90 d, exactly", async () => {
+      await ctx.store.upsertAssets([USDC]);
+      const now = Math.floor(ctx.clock.now() / MIN) * MIN;
+      const rawCut = now - RAW_RETENTION_MS;
+      const rollCut = now - ROLLUP_RETENTION_MS;
+      // Written with the repository (no retention guard) to place rows on both sides of each cutoff.
+      await insertSamples(ctx.store.db, [
+        sample(USDC.mint, rawCut - 1, "0.1"),
+        sample(USDC.mint, rawCut, "0.2"),
+        sample(USDC.mint, rollCut - MIN, "0.3"),
+        sample(USDC.mint, rollCut, "0.4"),
+      ]);
+      expect((await rollups()).length).toBe(4);
+      expect(await ctx.store.applyRetention(now)).toEqual({ samples: 3, rollups: 1 });
+      expect((await raw()).map((r) => r.ts)).toEqual([rawCut]);
+      // Rollups outlive their raw rows.
+      expect((await rollups()).map((r) => r.ts)).toEqual([rawCut, rawCut - MIN, rollCut]);
+      expect(await ctx.store.applyRetention(now)).toEqual({ samples: 0, rollups: 0 });
+    });
+
+    test("startRetention runs on the injected clock until stopped", async () => {
+      await ctx.store.upsertAssets([USDC]);
+      const every = 60_000;
+      const passes: number[] = [];
+      const until = async (n: number) => {
+        for (let i = 0; i < 200 && passes.length < n; i++) await new Promise((r) => setTimeout(r, 5));
+      };
+      const stop = startRetention(ctx.store, ctx.clock, every, { onPass: (r) => passes.push(r.samples) });
+      await until(1);
+      expect(passes).toEqual([0]);
+      await insertSamples(ctx.store.db, [sample(USDC.mint, ctx.clock.now() + every - RAW_RETENTION_MS - 1, "0")]);
+      ctx.clock.increment(every);
+      await until(2);
+      expect(passes).toEqual([0, 1]);
+      await stop();
+      ctx.clock.increment(10 * every);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(passes).toEqual([0, 1]);
+    });
+  });
+}
