@@ -129,13 +129,16 @@ export class ActorHost {
     return this.#bySymbol.size;
   }
 
-  /** Routes a sample to its asset's actor (by exact symbol) and evaluates it at the clock's `now`. */
-  ingest(sample: Sample): IngestResult {
+  /**
+   * Routes a sample to its asset's actor (by exact symbol) and evaluates it at `now`: the clock's now for live
+   * feeds; a scenario feed passes the sample's own instant, so a served replay decides exactly as the offline one.
+   */
+  ingest(sample: Sample, now: EpochMs = this.#clock.now()): IngestResult {
     if (this.#stopped) throw new Error("the actor host is stopped");
     const slot = this.#bySymbol.get(sample.asset);
     if (slot === undefined) return { status: "unknown_asset" };
     slot.lastSkip = null;
-    slot.actor.send({ type: "SAMPLE", sample, now: this.#clock.now() });
+    slot.actor.send({ type: "SAMPLE", sample, now });
     return slot.lastSkip === null ? { status: "accepted" } : { status: "skipped", reason: slot.lastSkip };
   }
 

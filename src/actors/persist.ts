@@ -28,6 +28,8 @@ export interface AssetStateJSON {
   readonly discount_raw: string | null;
   readonly confidence: string | null;
   readonly evaluated_at: string | null;
+  /** "sample" or "dwell_timer"; absent in snapshots written before it existed (read as null). */
+  readonly last_trigger?: string | null;
   readonly published_since: string | null;
   readonly committed_since: string | null;
 }
@@ -55,6 +57,7 @@ export function assetStateToJSON(s: AssetState): AssetStateJSON {
     discount_raw: dOrNull(s.discountRaw),
     confidence: s.confidence,
     evaluated_at: tOrNull(s.evaluatedAt),
+    last_trigger: s.lastTrigger,
     published_since: tOrNull(s.publishedSince),
     committed_since: tOrNull(s.committedSince),
   };
@@ -114,6 +117,7 @@ export function assetStateFromJSON(value: unknown): AssetState {
     discountRaw: dec(o, "discount_raw"),
     confidence: pick(o, "confidence", CONFIDENCES, true),
     evaluatedAt: time(o, "evaluated_at"),
+    lastTrigger: o["last_trigger"] === undefined ? null : pick(o, "last_trigger", ["sample", "dwell_timer"] as const, true),
     publishedSince: time(o, "published_since"),
     committedSince: time(o, "committed_since"),
   };

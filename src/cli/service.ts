@@ -1,6 +1,6 @@
 import { jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { filter, merge, share, type Observable, type Subscription } from "rxjs";
+import { merge, share, type Observable, type Subscription } from "rxjs";
 import { ActorHost } from "../actors/index.ts";
 import type { Catalog } from "../catalog/index.ts";
 import { ScaledClock, systemClock, type Clock } from "../clock.ts";
@@ -11,7 +11,8 @@ import { liveLegs } from "../streams/live/index.ts";
 import {
   EngineLink,
   ensureTopology,
-  recoverActors,
+  applyRecovery,
+  readRecoveryStates,
   startBatchConsumer,
   startEmbeddedNats,
   TOPOLOGY,
@@ -49,7 +50,18 @@ export interface ServiceIO {
   readonly onFeedEnd?: (error: unknown) => void;
 }
 
-function feedFor(config: Config, catalog: Catalog, clock: Clock, log: LogFn): { feed: Observable<Sample>; clock: Clock } | { error: string } {
+/**
+ * The configured feed and the clock the engine runs on. A scenario runs on a scaled clock; when actors were
+ * recovered, it resumes where they left off: the clock starts at the oldest recovered instant and each asset only
+ * receives samples newer than its own state (re-fed samples would reproduce the same decisions, deduplicated anyway).
+ */
+function feedFor(
+  config: Config,
+  catalog: Catalog,
+  clock: Clock,
+  log: LogFn,
+  resumeAt: ReadonlyMap<string, number>,
+): { feed: Observable<Sample>; clock: Clock } | { error: string } {
   switch (config.feed.kind) {
     case "sim":
       return {
@@ -63,8 +75,17 @@ function feedFor(config: Config, catalog: Catalog, clock: Clock, log: LogFn): { 
       } catch (e) {
         return { error: `FEED=scenario:${config.feed.name}: ${e instanceof Error ? e.message : String(e)}` };
       }
-      const scaled = new ScaledClock(scenario.samples[0]?.ts ?? clock.now(), config.scenarioSpeed, clock);
-      return { clock: scaled, feed: scenarioFeed(scenario.samples, scaled, config.scenarioSpeed) };
+      const first = scenario.samples[0]?.ts ?? clock.now();
+      const bySymbol = new Map<string, number>();
+      for (const a of catalog.active) {
+        const t = resumeAt.get(a.mint);
+        if (t !== undefined) bySymbol.set(a.symbol, t);
+      }
+      const origin = bySymbol.size === 0 ? first : Math.max(first, Math.min(...bySymbol.values()) + 1);
+      if (bySymbol.size > 0) log("info", "scenario resumes after the recovered state", { at: new Date(origin).toISOString() });
+      const samples = scenario.samples.filter((x) => x.ts > (bySymbol.get(x.asset) ?? -Infinity));
+      const scaled = new ScaledClock(origin, config.scenarioSpeed, clock);
+      return { clock: scaled, feed: scenarioFeed(samples, scaled, config.scenarioSpeed) };
     }
     case "live": {
       const live = liveLegs(catalog, config.sources, clock, { log: (level, msg, fields) => log(level, msg, fields) });
@@ -85,10 +106,6 @@ export async function startService(config: Config, catalog: Catalog, io: Service
     for (const u of undo.reverse()) await u().catch(() => {});
   };
   try {
-    const chosen = feedFor(config, catalog, baseClock, log);
-    if ("error" in chosen) throw new Error(chosen.error);
-    const clock = chosen.clock;
-
     const store = await openStore(
       config.database.kind === "postgres" ? { kind: "postgres", url: config.database.url } : { kind: "pglite", dataDir: config.database.dataDir },
       baseClock,
@@ -109,6 +126,26 @@ export async function startService(config: Config, catalog: Catalog, io: Service
     undo.push(() => nc.close());
     const topology = await ensureTopology(nc);
 
+    const recovered = await readRecoveryStates(catalog.active, topology, {
+      log,
+      fromStore: async (mint) => {
+        const [latest] = await store.alerts({ mint, limit: 1, offset: 0 });
+        if (latest === undefined) return null;
+        const r = await store.receiptById(latest.id);
+        return r === undefined ? null : r.receipt;
+      },
+    });
+    // A resumed scenario feeds each asset only samples it has not applied: after a dwell-timer evaluation at D a
+    // sample stamped D is still due (the timer fires first), after a sample evaluation at T none is.
+    const resumeAt = new Map<string, number>();
+    for (const [mint, r] of recovered) {
+      const at = r.state.evaluatedAt;
+      if (at !== null) resumeAt.set(mint, r.state.lastTrigger === "dwell_timer" ? at - 1 : at);
+    }
+    const chosen = feedFor(config, catalog, baseClock, log, resumeAt);
+    if ("error" in chosen) throw new Error(chosen.error);
+    const clock = chosen.clock;
+
     const host = new ActorHost({
       assets: catalog.active,
       clock,
@@ -123,15 +160,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       if (!a.duplicate) io.transition?.(JSON.stringify(transitionLine(a.receipt)));
     });
 
-    const recovery = await recoverActors(host, catalog.active, topology, {
-      log,
-      fromStore: async (mint) => {
-        const [latest] = await store.alerts({ mint, limit: 1, offset: 0 });
-        if (latest === undefined) return null;
-        const r = await store.receiptById(latest.id);
-        return r === undefined ? null : r.receipt;
-      },
-    });
+    const recovery = applyRecovery(host, catalog.active, recovered);
     log("info", "recovered actors", { ...recovery });
 
     const projected = {
@@ -164,18 +193,11 @@ export async function startService(config: Config, catalog: Catalog, io: Service
     const stopRetention = startRetention(store, baseClock);
     undo.push(stopRetention);
 
-    // Intake last. A scenario replay resumes after the newest instant the actors already saw.
-    let feed = chosen.feed;
-    if (config.feed.kind === "scenario") {
-      let newest = -Infinity;
-      for (const a of catalog.active) newest = Math.max(newest, host.engineState(a.symbol)?.evaluatedAt ?? -Infinity);
-      if (Number.isFinite(newest)) log("info", "scenario resumes after the recovered state", { after: new Date(newest).toISOString() });
-      const skipBefore = newest;
-      feed = chosen.feed.pipe(filter((s) => s.ts > skipBefore));
-    }
-    const intake = feed.subscribe({
+    // Intake last.
+    const scenarioTime = config.feed.kind === "scenario";
+    const intake = chosen.feed.subscribe({
       next: (s) => {
-        host.ingest(s);
+        host.ingest(s, scenarioTime ? s.ts : clock.now());
       },
       error: (e: unknown) => io.onFeedEnd?.(e),
       complete: () => io.onFeedEnd?.(null),

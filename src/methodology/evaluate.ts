@@ -135,6 +135,11 @@ export interface AssetState {
   readonly confidence: Confidence | null;
   /** `now` of the last evaluation. */
   readonly evaluatedAt: EpochMs | null;
+  /**
+   * What made the last evaluation. After a dwell-timer evaluation at D, a sample stamped exactly D is still to come
+   * (the timer fires first); after a sample evaluation at T, nothing at T is. A feed that resumes uses this.
+   */
+  readonly lastTrigger: Trigger | null;
   /** When the current published state began. */
   readonly publishedSince: EpochMs | null;
   /** When the current committed band began. */
@@ -153,6 +158,7 @@ export const INITIAL_STATE: AssetState = {
   discountRaw: null,
   confidence: null,
   evaluatedAt: null,
+  lastTrigger: null,
   publishedSince: null,
   committedSince: null,
 };
@@ -259,6 +265,7 @@ function apply(
     discountRaw: c.discount_raw,
     confidence: c.confidence,
     evaluatedAt: now,
+    lastTrigger: trigger,
     publishedSince: state.published === c.final_state ? state.publishedSince : now,
     committedSince: state.committed === ev.dwell.committed && state.committedSince !== null ? state.committedSince : now,
   };

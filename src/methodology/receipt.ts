@@ -523,6 +523,7 @@ export function stateFromReceipt(receipt: { readonly catalog_entry: unknown; rea
     discountRaw: c.discount_raw,
     confidence: c.confidence,
     evaluatedAt: inputs.now,
+    lastTrigger: inputs.trigger,
     publishedSince: c.final_state === inputs.previous_state ? null : inputs.now,
     committedSince: c.band === inputs.previous_band ? null : inputs.now,
   };

@@ -18,6 +18,8 @@ export interface Scenario {
   readonly expect: readonly Expectation[];
   /** Predicted number of skipped samples (`# expect-skipped: N`), or null when not stated. */
   readonly expectSkipped: number | null;
+  /** Predicted number of transitions (`# expect-transitions: N`), for load scenarios too long to list; or null. */
+  readonly expectTransitions: number | null;
   /** Optional instant the replay clock runs to after the last sample (`# until: <ts>`). */
   readonly until: EpochMs | null;
   readonly samples: readonly Sample[];
@@ -43,6 +45,7 @@ const EXPECT = /^([^\s]+)\s+([A-Z_]+)\s*->\s*([A-Z_]+)((?:\s+[a-z_]+=[A-Za-z_]+)
 /**
  * Parses a scenario: header lines `# title: …`, `# description: …` (may repeat), `# expect: USDC PEGGED -> DRIFT`
  * (optionally followed by `trigger=dwell_timer` / `gate=oracle_confidence`), `# expect-skipped: 1`,
+ * `# expect-transitions: 230` (a count, for load scenarios),
  * `# until: 2026-06-12T12:00:00.000Z`; other `#` lines are comments; blank lines are ignored; every other line is a
  * sample (addendum G) with a non-decreasing `ts`.
  */
@@ -52,6 +55,7 @@ export function parseScenario(name: string, text: string): Scenario {
   const expect: Expectation[] = [];
   let until: EpochMs | null = null;
   let expectSkipped: number | null = null;
+  let expectTransitions: number | null = null;
   const samples: Sample[] = [];
   const lines: number[] = [];
   let lastTs = -Infinity;
@@ -76,9 +80,10 @@ export function parseScenario(name: string, text: string): Scenario {
           qualifiers[k] = v;
         }
         expect.push({ asset: m[1]!, from: m[2]!, to: m[3]!, qualifiers });
-      } else if (key === "expect-skipped") {
-        if (!/^\d+$/.test(value)) throw new ScenarioFormatError(name, lineNo, "expect-skipped must be a whole number");
-        expectSkipped = +value;
+      } else if (key === "expect-skipped" || key === "expect-transitions") {
+        if (!/^\d+$/.test(value)) throw new ScenarioFormatError(name, lineNo, `${key} must be a whole number`);
+        if (key === "expect-skipped") expectSkipped = +value;
+        else expectTransitions = +value;
       } else if (key === "until") {
         until = parseTimestamp(value);
         if (until === null) throw new ScenarioFormatError(name, lineNo, "until must be an RFC 3339 timestamp");
@@ -105,5 +110,5 @@ export function parseScenario(name: string, text: string): Scenario {
   if (until !== null && samples.length > 0 && until < lastTs) {
     throw new ScenarioFormatError(name, 1, "until is before the last sample");
   }
-  return { name, title, description: description.join(" "), expect, expectSkipped, until, samples, lines };
+  return { name, title, description: description.join(" "), expect, expectSkipped, expectTransitions, until, samples, lines };
 }

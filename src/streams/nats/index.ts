@@ -5,5 +5,5 @@ export { BoundedPublisher } from "./publisher.ts";
 export { SnapshotWriter } from "./snapshots.ts";
 export { startBatchConsumer, type BatchConsumer, type BatchConsumerOptions, type BatchMessage } from "./consumer.ts";
 export { EngineLink, type AckedTransition, type EngineLinkOptions, type LogFn } from "./engine-link.ts";
-export { recoverActors, type RecoverySummary } from "./recovery.ts";
+export { applyRecovery, readRecoveryStates, recoverActors, type RecoverySource, type RecoverySummary } from "./recovery.ts";
 export { sampleMessage, sampleMsgId, type SampleMessage } from "./messages.ts";

@@ -31,22 +31,22 @@ async function lastTransition(topology: Topology, mint: string): Promise<Receipt
   }
 }
 
+/** Where an asset's recovered state came from. */
+export type RecoverySource = "snapshot" | "transition" | "store";
+
 /**
- * Restores every asset's actor at start (issue 3 recovery): from its KV snapshot, unless JetStream holds an
- * acknowledged transition newer than that snapshot (the process stopped between the ack and the snapshot write), in
- * which case the state right after that transition is rebuilt exactly from its receipt; with neither, from the
- * store's latest receipt. Each restored actor resumes at the clock's now, so a dwell deadline that passed while the
- * process was down commits at its own instant. Start the EngineLink before calling this: a resumed deadline may
- * emit a transition at once.
+ * Reads the state every asset should resume from (issue 3 recovery), without touching any actor: its KV snapshot,
+ * unless JetStream holds an acknowledged transition newer than that snapshot (the process stopped between the ack
+ * and the snapshot write), in which case the state right after that transition is rebuilt exactly from its receipt;
+ * with neither, the store's latest receipt. Assets with nothing to resume from are absent from the result.
  */
-export async function recoverActors(
-  host: ActorHost,
+export async function readRecoveryStates(
   assets: readonly HostAsset[],
   topology: Topology,
   options: { log?: LogFn; fromStore?: (mint: string) => Promise<ReceiptLike | null> } = {},
-): Promise<RecoverySummary> {
+): Promise<Map<string, { state: AssetState; source: RecoverySource }>> {
   const log = options.log ?? (() => {});
-  let fromSnapshot = 0, fromTransition = 0, fromStore = 0, cold = 0;
+  const out = new Map<string, { state: AssetState; source: RecoverySource }>();
   for (const asset of assets) {
     let snapshot: AssetState | null = null;
     try {
@@ -57,24 +57,49 @@ export async function recoverActors(
     }
     const last = await lastTransition(topology, asset.mint);
     const lastAt = last === null ? null : parseTimestamp(last.detected_at);
-    let state: AssetState | null = snapshot;
     if (last !== null && lastAt !== null && (snapshot === null || snapshot.evaluatedAt === null || lastAt > snapshot.evaluatedAt)) {
-      state = stateFromReceipt(last);
-      fromTransition++;
+      out.set(asset.mint, { state: stateFromReceipt(last), source: "transition" });
     } else if (snapshot !== null) {
-      fromSnapshot++;
+      out.set(asset.mint, { state: snapshot, source: "snapshot" });
     } else if (options.fromStore !== undefined) {
       const stored = await options.fromStore(asset.mint);
-      if (stored !== null) {
-        state = stateFromReceipt(stored);
-        fromStore++;
-      }
+      if (stored !== null) out.set(asset.mint, { state: stateFromReceipt(stored), source: "store" });
     }
-    if (state === null) {
+  }
+  return out;
+}
+
+/**
+ * Restores actors from `readRecoveryStates`. Each resumes at the host clock's now, so a dwell deadline that passed
+ * while the process was down commits at its own instant. Start the EngineLink first: a resumed deadline may emit a
+ * transition at once.
+ */
+export function applyRecovery(
+  host: ActorHost,
+  assets: readonly HostAsset[],
+  states: ReadonlyMap<string, { state: AssetState; source: RecoverySource }>,
+): RecoverySummary {
+  let fromSnapshot = 0, fromTransition = 0, fromStore = 0, cold = 0;
+  for (const asset of assets) {
+    const r = states.get(asset.mint);
+    if (r === undefined) {
       cold++;
       continue;
     }
-    host.restoreAsset(asset.mint, state);
+    if (r.source === "snapshot") fromSnapshot++;
+    else if (r.source === "transition") fromTransition++;
+    else fromStore++;
+    host.restoreAsset(asset.mint, r.state);
   }
   return { fromSnapshot, fromTransition, fromStore, cold };
+}
+
+/** `readRecoveryStates` then `applyRecovery`. */
+export async function recoverActors(
+  host: ActorHost,
+  assets: readonly HostAsset[],
+  topology: Topology,
+  options: { log?: LogFn; fromStore?: (mint: string) => Promise<ReceiptLike | null> } = {},
+): Promise<RecoverySummary> {
+  return applyRecovery(host, assets, await readRecoveryStates(assets, topology, options));
 }

@@ -1,0 +1,173 @@
+/**
+ * Crash test (issue 3): the real service, as a child process, replays a burst of transitions fast and is killed
+ * with SIGKILL at random points, then restarted, until the scenario completes. Afterwards, on PostgreSQL and on
+ * PGlite: every transition JetStream acknowledged is in the store exactly once, the acknowledged history is exactly
+ * the uninterrupted offline replay (so no transition was lost, duplicated or invented, and every dwell committed at
+ * its own deadline), and every stored receipt verifies.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadShippedCatalog } from "../../src/catalog/index.ts";
+import { loadScenario } from "../../src/cli/scenario-files.ts";
+import { rank, replayBundle, verifyBundle, type Receipt } from "../../src/methodology/index.ts";
+import { systemClock } from "../../src/clock.ts";
+import { replayScenario } from "../../src/streams/replay.ts";
+import { openStore, type Store } from "../../src/store/index.ts";
+import { startNats, type TestNats } from "../support/nats.ts";
+import { startPostgres, type TestPostgres } from "../support/postgres.ts";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const SCENARIO = "transition-burst";
+const SPEED = "40";
+const KILLS = 3;
+
+const catalog = loadShippedCatalog();
+const expected = replayScenario(loadScenario(SCENARIO), {
+  resolve: (s) => catalog.bySymbol(s),
+  gitSha: "",
+}).receipts;
+
+interface Run {
+  proc: ChildProcess;
+  exited: Promise<number | null>;
+  serving: Promise<void>;
+  stderr: () => string;
+}
+
+function serve(env: Record<string, string>): Run {
+  const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
+    cwd: ROOT,
+    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", FEED: `scenario:${SCENARIO}`, SCENARIO_SPEED: SPEED, LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let err = "";
+  let onServing: () => void = () => {};
+  const serving = new Promise<void>((r) => (onServing = r));
+  proc.stderr?.on("data", (c: Buffer) => {
+    err += c.toString();
+    if (err.includes('"msg":"serving"')) onServing();
+  });
+  const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
+  return { proc, exited, serving, stderr: () => err };
+}
+
+async function transitionsInJetStream(natsUrl: string): Promise<Receipt[]> {
+  const nc = await connect({ servers: natsUrl });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const info = await jsm.streams.info("PEG_TRANSITIONS");
+    const out: Receipt[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+      const m = await jsm.streams.getMessage("PEG_TRANSITIONS", { seq });
+      if (m !== null) out.push(m.json<Receipt>());
+    }
+    return out;
+  } finally {
+    await nc.close();
+  }
+}
+
+async function storedAlertIds(store: Store): Promise<string[]> {
+  const ids: string[] = [];
+  for (let offset = 0; ; offset += 500) {
+    const page = await store.alerts({ limit: 500, offset });
+    ids.push(...page.map((a) => a.id));
+    if (page.length < 500) return ids;
+  }
+}
+
+describe.each(["postgres", "pglite"] as const)("kill -9 during a burst of transitions (%s)", (backend) => {
+  let nats: TestNats;
+  let pg: TestPostgres | null = null;
+  let env: Record<string, string>;
+  let dataDir: string;
+
+  beforeAll(async () => {
+    nats = await startNats();
+    dataDir = mkdtempSync(join(tmpdir(), "peg-crash-"));
+    env = { NATS_URL: nats.url, DATA_DIR: dataDir };
+    if (backend === "postgres") {
+      pg = await startPostgres();
+      env["DATABASE_URL"] = await pg.createDatabase();
+    }
+  });
+
+  afterAll(async () => {
+    await nats?.dispose();
+    await pg?.dispose();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("loses, duplicates and invents nothing, and every dwell commits at its deadline", async () => {
+    const logs: string[] = [];
+    for (let k = 0; k < KILLS; k++) {
+      const run = serve(env);
+      await Promise.race([run.serving, run.exited.then((c) => Promise.reject(new Error(`service exited early (${c}): ${run.stderr()}`)))]);
+      // Kill at a random point while transitions are being decided and published.
+      await new Promise((r) => setTimeout(r, 3_000 + Math.random() * 9_000));
+      run.proc.kill("SIGKILL");
+      await run.exited;
+      logs.push(run.stderr());
+    }
+    // Last run: to the end of the scenario; the service shuts down by itself.
+    const last = serve(env);
+    const code = await Promise.race([
+      last.exited,
+      new Promise<number>((_, reject) => setTimeout(() => reject(new Error(`the final run did not finish: ${last.stderr().slice(-3000)}`)), 180_000)),
+    ]);
+    expect(code, last.stderr().slice(-3000)).toBe(0);
+
+    const acked = await transitionsInJetStream(nats.url);
+    const ackedIds = acked.map((r) => r.alert_id);
+    expect(new Set(ackedIds).size, "no alert id twice in JetStream").toBe(ackedIds.length);
+
+    // Exactly the uninterrupted history: nothing lost, duplicated or invented; identical receipts.
+    const byId = new Map(expected.map((r) => [r.alert_id, r]));
+    expect([...ackedIds].sort()).toEqual([...byId.keys()].sort());
+    for (const r of acked) {
+      const want = byId.get(r.alert_id)!;
+      // On a mismatch, show exactly which frozen inputs or verdict members differ.
+      if (r.receipt_sha256 !== want.receipt_sha256) {
+        const diff = (a: Record<string, unknown>, b: Record<string, unknown>) =>
+          Object.keys({ ...a, ...b }).filter((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k])).map((k) => `${k}: ${JSON.stringify(a[k])} vs ${JSON.stringify(b[k])}`);
+        expect.fail(`${r.alert_id} differs: ${[...diff({ ...r.inputs_frozen }, { ...want.inputs_frozen }), ...diff({ ...r.computed }, { ...want.computed })].join("; ")}`);
+      }
+    }
+
+    // Chains per asset in stream order, and dwell timing from the receipts themselves.
+    const lastTo = new Map<string, string>();
+    for (const r of acked) {
+      expect(r.from_state, `${r.asset} continuity`).toBe(lastTo.get(r.asset) ?? "PEGGED");
+      lastTo.set(r.asset, r.to_state);
+      const i = r.inputs_frozen;
+      if (r.computed.band !== i.previous_band) {
+        const needed = rank(r.computed.band) > rank(i.previous_band) ? i.confirm_up_secs : i.decay_down_secs;
+        const elapsed = Date.parse(i.now) - Date.parse(i.candidate_since!);
+        if (i.trigger === "dwell_timer") expect(elapsed, `${r.alert_id} commits at its deadline`).toBe(needed * 1000);
+        else expect(elapsed).toBeGreaterThanOrEqual(needed * 1000);
+      }
+      expect(verifyBundle(JSON.parse(JSON.stringify(replayBundle(r)))).exit).toBe(0);
+    }
+
+    // Every acknowledged transition is in the store exactly once.
+    const store = await openStore(
+      backend === "postgres" ? { kind: "postgres", url: env["DATABASE_URL"]! } : { kind: "pglite", dataDir: join(dataDir, "pg") },
+      systemClock,
+    );
+    try {
+      const ids = await storedAlertIds(store);
+      expect(ids.length).toBe(new Set(ids).size);
+      expect([...ids].sort()).toEqual([...ackedIds].sort());
+      const sample = await store.receiptById(ackedIds[0]!);
+      expect(sample?.receipt_sha256).toBe(acked[0]!.receipt_sha256);
+    } finally {
+      await store.close();
+    }
+  }, 600_000);
+});
