@@ -11,6 +11,8 @@ export interface ProjectorStats {
   projected: number;
   duplicates: number;
   rejected: number;
+  /** Sample rows refused because their minute is already past raw retention. */
+  stale?: number;
 }
 
 function isState(v: unknown): v is PegState {
@@ -120,7 +122,9 @@ export function sampleProjector(store: Store, stats: ProjectorStats, onReject?: 
       const r = await store.insertSamples(rows);
       stats.projected += r.inserted;
       stats.duplicates += rows.length - r.inserted - r.stale;
+      stats.stale = (stats.stale ?? 0) + r.stale;
     }
-    for (const row of latest.values()) await store.upsertSnapshot(row);
+    // One statement per asset, concurrently: each is independent and conditional on being newer.
+    await Promise.all([...latest.values()].map((row) => store.upsertSnapshot(row)));
   };
 }

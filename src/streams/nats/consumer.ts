@@ -13,24 +13,25 @@ export interface BatchConsumerOptions {
   readonly durable: string;
   /** One subject filter (server 2.9 takes a single `filter_subject`). */
   readonly filterSubject: string;
-  /** Most messages handed to the handler at once (credit-based backpressure). Default 256. */
+  /** Most messages handed to the handler at once. Default 256. */
   readonly maxBatch?: number;
-  /** Longest wait for a batch to fill, at least 1000 ms (the server's minimum pull expiry). Default 1000 ms. */
-  readonly maxWaitMs?: number;
-  /** Called when a batch fails; the batch is not acked and is redelivered after the ack wait. */
+  /** How long a partial batch waits for more messages before it is handled. Default 10 ms. */
+  readonly lingerMs?: number;
+  /** Called when a batch fails; the batch is nak'ed and redelivered. */
   readonly onError?: (e: unknown) => void;
 }
 
 export interface BatchConsumer {
-  /** Stops fetching after the batch in hand; resolves when the loop has ended. Idempotent. */
+  /** Stops consuming, waits for the batch in hand to be handled and acked. Idempotent. */
   stop(): Promise<void>;
   readonly stats: { readonly batches: number; readonly messages: number; readonly failures: number };
 }
 
 /**
  * A durable pull consumer that hands batches to `handler` and acks them only after it resolved: at-least-once, so
- * the handler must be idempotent (the projector is, by alert id and by stream sequence). The durable is created or
- * updated idempotently. At most one batch is in flight.
+ * the handler must be idempotent (the projector is, by alert id and by sample identity). The durable is created if
+ * missing. Backpressure is credit-based: `consume()` keeps at most two batches of messages buffered, and the next
+ * batch is not handled before the previous one is acked; a partial batch waits at most `lingerMs`.
  */
 export async function startBatchConsumer(
   nc: NatsConnection,
@@ -39,52 +40,61 @@ export async function startBatchConsumer(
   handler: (batch: readonly BatchMessage[]) => Promise<void>,
 ): Promise<BatchConsumer> {
   const maxBatch = opts.maxBatch ?? 256;
-  const config = {
-    durable_name: opts.durable,
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
-    filter_subject: opts.filterSubject,
-    max_ack_pending: maxBatch * 4,
-    ack_wait: 30_000_000_000, // 30 s in nanoseconds: a batch not acked by then is redelivered
-  };
+  const lingerMs = opts.lingerMs ?? 10;
   try {
     await jsm.consumers.info(opts.stream, opts.durable);
   } catch {
-    await jsm.consumers.add(opts.stream, config);
+    await jsm.consumers.add(opts.stream, {
+      durable_name: opts.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: opts.filterSubject,
+      max_ack_pending: maxBatch * 4,
+      ack_wait: 30_000_000_000, // 30 s in nanoseconds: a batch not acked by then is redelivered
+    });
   }
   const consumer = await jetstream(nc).consumers.get(opts.stream, opts.durable);
   const stats = { batches: 0, messages: 0, failures: 0 };
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      const batch: JsMsg[] = [];
-      try {
-        const iter = await consumer.fetch({ max_messages: maxBatch, expires: Math.max(1000, opts.maxWaitMs ?? 1000) });
-        for await (const m of iter) batch.push(m);
-      } catch (e) {
-        if (!running) break;
-        opts.onError?.(e);
-        await new Promise((r) => setTimeout(r, 500));
-        continue;
-      }
-      if (batch.length === 0) continue;
-      try {
-        await handler(batch.map((m) => ({ seq: m.seq, subject: m.subject, data: m.data })));
-        for (const m of batch) m.ack();
-        stats.batches++;
-        stats.messages += batch.length;
-      } catch (e) {
-        stats.failures++;
-        for (const m of batch) m.nak(1_000);
-        opts.onError?.(e);
-      }
+  const messages = await consumer.consume({ max_messages: maxBatch * 2 });
+  let buffer: JsMsg[] = [];
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let chain: Promise<void> = Promise.resolve();
+
+  const handle = async (batch: JsMsg[]) => {
+    try {
+      await handler(batch.map((m) => ({ seq: m.seq, subject: m.subject, data: m.data })));
+      for (const m of batch) m.ack();
+      stats.batches++;
+      stats.messages += batch.length;
+    } catch (e) {
+      stats.failures++;
+      for (const m of batch) m.nak(1_000);
+      opts.onError?.(e);
     }
-  })();
+  };
+  const flush = (): Promise<void> => {
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
+    const batch = buffer;
+    buffer = [];
+    if (batch.length > 0) chain = chain.then(() => handle(batch));
+    return chain;
+  };
+  const loop = (async () => {
+    for await (const m of messages) {
+      buffer.push(m);
+      if (buffer.length >= maxBatch) await flush();
+      else timer ??= setTimeout(() => void flush(), lingerMs);
+    }
+  })().catch((e: unknown) => opts.onError?.(e));
+  let stopped: Promise<void> | null = null;
   return {
     stats,
-    stop: async () => {
-      running = false;
-      await loop;
-    },
+    stop: () =>
+      (stopped ??= (async () => {
+        await messages.close();
+        await loop;
+        await flush();
+      })()),
   };
 }
