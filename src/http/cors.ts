@@ -1,0 +1,37 @@
+/** CORS for the configured allow-list of browser origins (interface part 5.9). */
+export const EXPOSED_HEADERS = [
+  "ratelimit-limit",
+  "ratelimit-remaining",
+  "ratelimit-reset",
+  "ratelimit",
+  "ratelimit-policy",
+  "x-ratelimit-limit",
+  "x-ratelimit-remaining",
+  "x-ratelimit-reset",
+  "retry-after",
+  "etag",
+  "x-request-id",
+].join(", ");
+
+const ALLOWED_REQUEST_HEADERS = new Set(["authorization", "content-type", "if-none-match", "x-request-id"]);
+
+/** Headers for a response to `origin`; none when the origin is absent or not allowed. */
+export function corsHeaders(origins: ReadonlySet<string>, origin: string | undefined): Record<string, string> {
+  if (origin === undefined || !origins.has(origin)) return {};
+  return { "access-control-allow-origin": origin, vary: "Origin", "access-control-expose-headers": EXPOSED_HEADERS };
+}
+
+/** The answer to a preflight: 204 with the allowed methods and headers, or null when the origin is not allowed. */
+export function preflight(origins: ReadonlySet<string>, origin: string | undefined, requestedHeaders: string | undefined): Record<string, string> | null {
+  if (origin === undefined || !origins.has(origin)) return null;
+  const asked = (requestedHeaders ?? "")
+    .split(",")
+    .map((h) => h.trim().toLowerCase())
+    .filter((h) => ALLOWED_REQUEST_HEADERS.has(h));
+  return {
+    ...corsHeaders(origins, origin),
+    "access-control-allow-methods": "GET, HEAD, POST, PATCH, DELETE, OPTIONS",
+    "access-control-allow-headers": asked.length > 0 ? asked.join(", ") : [...ALLOWED_REQUEST_HEADERS].join(", "),
+    "access-control-max-age": "600",
+  };
+}

@@ -1,0 +1,92 @@
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../clock.ts";
+import { corsHeaders, preflight } from "./cors.ts";
+import { ApiError } from "./errors.ts";
+import { rateLimitHeaders, SlidingWindowLimiter } from "./rate-limit.ts";
+import type { Router } from "./router.ts";
+import type { HttpRequest, HttpResult } from "./types.ts";
+
+/** A request as the adapter copied it: everything but the matched path parameters and the request id. */
+export type RawRequest = Omit<HttpRequest, "params" | "requestId">;
+
+export interface PipelineOptions {
+  readonly router: Router;
+  readonly clock: Clock;
+  /** Requests per minute per client IP (RATE_LIMIT_PER_MIN). */
+  readonly ratePerMinute: number;
+  readonly corsOrigins: readonly string[];
+  /** Called on unexpected errors (the client sees a 500 `internal`). */
+  readonly onError?: (e: unknown, req: RawRequest) => void;
+  /** Called after each request with the matched route template (or null) and the status. */
+  readonly observe?: (route: string | null, method: string, status: number, ms: number) => void;
+}
+
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface HandledResult extends HttpResult {
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/**
+ * The HTTP behaviour shared by every transport: request ids, CORS (preflight included), rate limiting per client IP
+ * (plus per-route buckets such as the CSV export), routing, and one error shape. Pure over its inputs except the
+ * limiter state, so it is tested without sockets.
+ */
+export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Promise<HandledResult> {
+  const origins = new Set(opts.corsOrigins);
+  const limiter = new SlidingWindowLimiter(opts.ratePerMinute);
+  const buckets = new Map<string, SlidingWindowLimiter>();
+  let sweptAt = 0;
+
+  return async (raw) => {
+    const started = performance.now();
+    const incoming = raw.headers["x-request-id"];
+    const requestId = incoming !== undefined && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const now = opts.clock.now();
+    if (now - sweptAt > 60_000) {
+      sweptAt = now;
+      limiter.sweep(now);
+      for (const b of buckets.values()) b.sweep(now);
+    }
+    const base: Record<string, string> = { "x-request-id": requestId, ...corsHeaders(origins, raw.headers["origin"]) };
+    let routeTemplate: string | null = null;
+    let result: HttpResult;
+    try {
+      if (raw.method === "OPTIONS") {
+        const pf = preflight(origins, raw.headers["origin"], raw.headers["access-control-request-headers"]);
+        const match = opts.router.match("GET", raw.path) ?? opts.router.match("POST", raw.path);
+        if (match === null) throw new ApiError("not_found", `no route for ${raw.path.slice(0, 200)}`);
+        result = { status: 204, headers: pf ?? { allow: "GET, HEAD, POST, PATCH, DELETE, OPTIONS" } };
+      } else {
+        const match = opts.router.match(raw.method, raw.path);
+        const route = match !== null && "route" in match ? match.route : null;
+        routeTemplate = route?.path ?? null;
+        if (route !== null && route.unlimited !== true) {
+          const d = limiter.take(raw.ip, now);
+          Object.assign(base, rateLimitHeaders(d));
+          if (!d.allowed) throw new ApiError("rate_limited", `more than ${d.limit} requests per minute from this address`, { headers: rateLimitHeaders(d) });
+          if (route.bucket !== undefined) {
+            let b = buckets.get(route.bucket.name);
+            if (b === undefined) buckets.set(route.bucket.name, (b = new SlidingWindowLimiter(route.bucket.perMinute)));
+            const bd = b.take(raw.ip, now);
+            if (!bd.allowed) {
+              const h = rateLimitHeaders(bd, route.bucket.name);
+              Object.assign(base, h);
+              throw new ApiError("rate_limited", `more than ${bd.limit} ${route.bucket.name} requests per minute from this address`, { headers: h });
+            }
+          }
+        }
+        result = await opts.router.handle({ ...raw, requestId });
+      }
+    } catch (e) {
+      if (e instanceof ApiError) {
+        result = { status: e.status, json: e.toBody(), ...(e.extra.headers === undefined ? {} : { headers: e.extra.headers }) };
+      } else {
+        opts.onError?.(e, raw);
+        result = { status: 500, json: { error: "internal", message: "internal error; the request id identifies it in the logs" } };
+      }
+    }
+    opts.observe?.(routeTemplate, raw.method, result.status, performance.now() - started);
+    return { ...result, headers: { ...base, ...(result.headers ?? {}) } };
+  };
+}

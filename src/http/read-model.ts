@@ -1,0 +1,113 @@
+import type { Catalog } from "../catalog/index.ts";
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import type { EpochMs, Receipt } from "../methodology/index.ts";
+import type { AlertRecord, HistoryQuery, MinuteHistoryRow, RawHistoryRow, SnapshotRow, StoredReceipt } from "../store/index.ts";
+
+/** One asset's latest published snapshot as the API reads it (the store row plus what the cards need). */
+export interface SnapshotView extends SnapshotRow {
+  /** SOL per LST share of the latest sample (LSTs only), wire decimal. */
+  readonly sol_per_lst: string | null;
+  /** The latest sample's oracle entries: feed -> {price, conf, publish_time (epoch ms)}; wire decimals. */
+  readonly oracle: Readonly<Record<string, { readonly price: string; readonly conf: string; readonly publish_time: EpochMs }>> | null;
+  /** Circulating supply scaled by decimals, wire decimal; null until first observed. */
+  readonly circulating_supply: string | null;
+}
+
+/** Trailing-24 h figures of one asset from its 1-minute rollups (methodology section 7). */
+export interface Window24h {
+  /** 24 hourly averages of d_smooth, oldest first, rounded to 8 decimals; null for an hour without rows. */
+  readonly series: readonly (number | null)[];
+  /** max(max_discount) - min(min_discount), wire decimal; null when there are no rows. */
+  readonly jitter: string | null;
+  /** Largest |discount| in either direction, wire decimal; null when there are no rows. */
+  readonly worst: string | null;
+}
+
+/** Counters behind /v1/stats (addendum A), except what the HTTP layer knows itself (ws_clients). */
+export interface StatsCounts {
+  readonly alerts_24h: number;
+  readonly transitions_by_state_24h: Readonly<Record<string, number>>;
+  readonly last_sample_at: EpochMs | null;
+  readonly delivery: {
+    readonly attempts_24h: number;
+    readonly delivered_24h: number;
+    readonly failed_24h: number;
+    readonly dead_lettered_24h: number;
+    readonly success_rate_24h: number | null;
+    readonly p50_latency_ms_24h: number | null;
+    readonly p95_latency_ms_24h: number | null;
+    readonly pending: number;
+  };
+}
+
+/** Distribution of one asset's |discount| over the trailing 7 days of 1-minute rows (addendum A calibration). */
+export interface CalibrationFigures {
+  readonly mint: string;
+  readonly days_covered: number;
+  readonly p50_abs_bps_7d: number | null;
+  readonly p95_abs_bps_7d: number | null;
+  readonly p99_abs_bps_7d: number | null;
+  readonly transitions_7d: number;
+}
+
+/** One row of the audit ledger (addendum A). */
+export interface AuditRow {
+  readonly id: string;
+  readonly asset: string;
+  readonly from_state: string;
+  readonly to_state: string;
+  readonly detected_at: EpochMs;
+  readonly methodology_version: string;
+  readonly receipt_sha256: string;
+  readonly commit_status: string;
+  readonly monitoring_only: boolean;
+}
+
+export interface AuditQuery {
+  readonly state?: string;
+  readonly mint?: string;
+  readonly from: EpochMs;
+  readonly to: EpochMs;
+  readonly limit: number;
+  /** Opaque cursor from a previous page (`next_before`). */
+  readonly before?: { readonly detected_at: EpochMs; readonly id: string };
+}
+
+export interface Readiness {
+  readonly database: boolean;
+  readonly nats: boolean;
+  readonly engine: boolean;
+  /** Age of the newest asset snapshot, whole seconds; null when there is none. */
+  readonly snapshot_age_secs: number | null;
+}
+
+/**
+ * Everything the HTTP routes read. The service builds it from the store, NATS and the engine; tests build it over an
+ * in-memory store. Routes never reach the store or NATS directly.
+ */
+export interface ReadModel {
+  readonly catalog: Catalog;
+  readonly clock: Clock;
+  readonly config: Config;
+  /** Latest snapshot per mint. */
+  snapshots(): Promise<ReadonlyMap<string, SnapshotView>>;
+  /** Trailing-24 h windows per mint, ending at `now` (all mints with rows). */
+  windows24h(now: EpochMs): Promise<ReadonlyMap<string, Window24h>>;
+  history(mint: string, q: HistoryQuery): Promise<RawHistoryRow[] | MinuteHistoryRow[]>;
+  alerts(q: { since?: EpochMs; mint?: string; limit: number; offset: number }): Promise<AlertRecord[]>;
+  alertById(id: string): Promise<AlertRecord | undefined>;
+  receiptById(id: string): Promise<StoredReceipt | undefined>;
+  /** The newest transition per mint (for the peg feed's receipt_url). */
+  latestAlertIds(): Promise<ReadonlyMap<string, string>>;
+  /** An alert id JetStream holds but the store has not projected yet (the 202 answer). */
+  pendingAlert(id: string): Promise<boolean>;
+  /** An alert id whose receipt write was dead-lettered (the 410 answer). */
+  deadLettered(id: string): Promise<boolean>;
+  stats(now: EpochMs): Promise<StatsCounts>;
+  calibration(now: EpochMs): Promise<readonly CalibrationFigures[]>;
+  audit(q: AuditQuery): Promise<AuditRow[]>;
+  readiness(): Promise<Readiness>;
+  /** Receipt as a Receipt object (convenience over receiptById). */
+  receipt(id: string): Promise<Receipt | undefined>;
+}

@@ -1,0 +1,150 @@
+/**
+ * uWebSockets.js in one place (STYLE.md 7). The rules it keeps: `onAborted` is registered before anything async;
+ * everything the handler needs is copied out of the uWS request synchronously (it is invalid after the first
+ * await); bodies are read with `onData` and capped at 16 KiB (413 beyond); every write happens inside `cork`; nothing
+ * is written after an abort. The native binary is required: the package's JavaScript fallback is refused.
+ */
+import uws from "uWebSockets.js";
+import type { HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
+import { STATUS_CODES } from "node:http";
+import type { HandledResult, RawRequest } from "./pipeline.ts";
+
+export const MAX_BODY_BYTES = 16 * 1024;
+
+/** The uWS native binary did not load (the package would silently run a slow JavaScript shim). */
+export class UwsFallbackError extends Error {
+  readonly code = "uws_fallback";
+  constructor() {
+    super(
+      "uWebSockets.js is running its JavaScript fallback (native binary not loaded for this platform/Node ABI); " +
+        "refusing to serve: reinstall on a supported platform (linux x64 with Node 20) or unset UWS_USE_FALLBACK",
+    );
+    this.name = "UwsFallbackError";
+  }
+}
+
+/** True when the native uWS binary is loaded. */
+export function uwsIsNative(): boolean {
+  const cfg = (uws as unknown as { _cfg?: unknown })._cfg;
+  return typeof cfg === "function" && Function.prototype.toString.call(cfg).includes("[native code]");
+}
+
+const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+function statusLine(status: number): string {
+  return `${status} ${STATUS_CODES[status] ?? "Status"}`;
+}
+
+function clientIp(res: HttpResponse, headers: Record<string, string>, trustProxy: boolean): string {
+  if (trustProxy) {
+    const xff = headers["x-forwarded-for"];
+    if (xff !== undefined) {
+      // One trusted proxy in front: the address it appended (the right-most) is the client it saw.
+      const hops = xff.split(",").map((s) => s.trim()).filter(Boolean);
+      const last = hops[hops.length - 1];
+      if (last !== undefined && last.length <= 64) return last;
+    }
+  }
+  return Buffer.from(res.getRemoteAddressAsText()).toString();
+}
+
+function send(res: HttpResponse, method: string, r: HandledResult): void {
+  res.cork(() => {
+    res.writeStatus(statusLine(r.status));
+    for (const [k, v] of Object.entries(r.headers)) res.writeHeader(k, v);
+    if (r.status === 204 || r.status === 304) {
+      res.endWithoutBody();
+      return;
+    }
+    let body: string | Uint8Array;
+    if (r.text !== undefined) {
+      res.writeHeader("content-type", r.contentType ?? "text/plain; charset=utf-8");
+      body = r.text;
+    } else {
+      res.writeHeader("content-type", "application/json");
+      body = JSON.stringify(r.json ?? null);
+    }
+    if (method === "HEAD") res.endWithoutBody(Buffer.byteLength(body));
+    else res.end(body);
+  });
+}
+
+export interface UwsServer {
+  readonly app: TemplatedApp;
+  readonly port: number;
+  /** Stops accepting connections. Idempotent. */
+  close(): void;
+}
+
+/**
+ * Serves `handle` (the pipeline) on uWS at host:port (port 0 picks a free one). Extra exact-path GET handlers (such
+ * as /metrics) bypass the pipeline.
+ */
+export function serveUws(
+  handle: (req: RawRequest) => Promise<HandledResult>,
+  opts: { host: string; port: number; trustProxy: boolean; onError?: (e: unknown) => void },
+): Promise<UwsServer> {
+  if (!uwsIsNative()) return Promise.reject(new UwsFallbackError());
+  const app = uws.App();
+  app.any("/*", (res, req) => {
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    // Copy everything now: the uWS request object dies at the first await.
+    const method = req.getCaseSensitiveMethod().toUpperCase();
+    const path = req.getUrl();
+    const query = new URLSearchParams(req.getQuery() ?? "");
+    const headers: Record<string, string> = {};
+    req.forEach((k, v) => {
+      headers[k] = v;
+    });
+    const ip = clientIp(res, headers, opts.trustProxy);
+    const run = (body: Uint8Array | null) => {
+      handle({ method, path, query, headers, ip, body })
+        .then((r) => {
+          if (!aborted) send(res, method, r);
+        })
+        .catch((e: unknown) => {
+          opts.onError?.(e);
+          if (!aborted) send(res, method, { status: 500, headers: {}, json: { error: "internal", message: "internal error" } });
+        });
+    };
+    if (!BODY_METHODS.has(method)) return run(null);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let refused = false;
+    res.onData((chunk, isLast) => {
+      if (refused) return;
+      size += chunk.byteLength;
+      if (size > MAX_BODY_BYTES) {
+        refused = true;
+        if (!aborted) {
+          send(res, method, {
+            status: 413,
+            headers: {},
+            json: { error: "payload_too_large", message: `request bodies are limited to ${MAX_BODY_BYTES} bytes` },
+          });
+        }
+        return;
+      }
+      chunks.push(Buffer.from(chunk.slice(0))); // the ArrayBuffer is only valid during this callback
+      if (isLast) run(Buffer.concat(chunks));
+    });
+  });
+  return new Promise((resolve, reject) => {
+    app.listen(opts.host, opts.port, (socket: us_listen_socket | false) => {
+      if (socket === false) return reject(new Error(`cannot listen on ${opts.host}:${opts.port}`));
+      let closed = false;
+      resolve({
+        app,
+        port: uws.us_socket_local_port(socket as never),
+        close: () => {
+          if (closed) return;
+          closed = true;
+          uws.us_listen_socket_close(socket);
+        },
+      });
+    });
+  });
+}
