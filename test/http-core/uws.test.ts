@@ -29,6 +29,8 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
+/** The JSON body of a response, for assertions. */
+const body = async (r: Response) => (await body(r)) as Record<string, unknown>;
 const get = (path: string, headers: Record<string, string> = {}, method = "GET") => fetch(base + path, { method, headers });
 
 describe("uWS adapter and pipeline", () => {
@@ -38,35 +40,35 @@ describe("uWS adapter and pipeline", () => {
     const a = await get("/v1/assets/USD%2A", { "x-request-id": "abc-123" });
     expect(a.status).toBe(200);
     expect(a.headers.get("x-request-id")).toBe("abc-123");
-    expect(await a.json()).toEqual({ symbol: "USD*", requestId: "abc-123" });
+    expect(await body(a)).toEqual({ symbol: "USD*", requestId: "abc-123" });
     const b = await get("/v1/assets/hyloSOL%2B", { "x-request-id": "bad id with spaces" });
-    expect((await b.json()).symbol).toBe("hyloSOL+");
+    expect((await body(b)).symbol).toBe("hyloSOL+");
     expect(b.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
     const c = await get("/v1/assets/by-mint/EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v");
-    expect(await c.json()).toEqual({ mint: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v" });
+    expect(await body(c)).toEqual({ mint: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v" });
     const bad = await get("/v1/assets/%E0%A4%A");
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error).toBe("invalid_query");
+    expect((await body(bad)).error).toBe("invalid_query");
   });
 
   it("answers unknown paths 404 and wrong methods 405, always as ApiError with x-request-id", async () => {
     const nf = await get("/nope");
     expect(nf.status).toBe(404);
-    expect(await nf.json()).toMatchObject({ error: "not_found" });
+    expect(await body(nf)).toMatchObject({ error: "not_found" });
     expect(nf.headers.get("x-request-id")).toBeTruthy();
     const na = await get("/v1/assets/USDC", {}, "DELETE");
     expect(na.status).toBe(405);
     expect(na.headers.get("allow")).toMatch(/GET/);
-    expect((await na.json()).error).toBe("method_not_allowed");
+    expect((await body(na)).error).toBe("method_not_allowed");
     const err = await get("/v1/teapot");
     expect(err.status).toBe(404);
-    expect(await err.json()).toEqual({ error: "asset_not_found", message: "nope", asset: "X" });
+    expect(await body(err)).toEqual({ error: "asset_not_found", message: "nope", asset: "X" });
   });
 
   it("turns unexpected failures into 500 internal without leaking details", async () => {
     const r = await get("/v1/boom");
     expect(r.status).toBe(500);
-    expect(await r.json()).toMatchObject({ error: "internal" });
+    expect(await body(r)).toMatchObject({ error: "internal" });
     expect(String(errors.at(-1))).toMatch(/kaboom/);
   });
 
@@ -79,10 +81,10 @@ describe("uWS adapter and pipeline", () => {
   it("reads bodies up to 16 KiB and refuses larger ones with 413", async () => {
     clock.set(Date.UTC(2026, 5, 12, 10, 2, 0)); // a fresh rate-limit window
     const small = await fetch(base + "/v1/echo", { method: "POST", body: "x".repeat(1000), headers: { "content-type": "application/json" } });
-    expect(await small.json()).toEqual({ bytes: 1000 });
+    expect(await body(small)).toEqual({ bytes: 1000 });
     const big = await fetch(base + "/v1/echo", { method: "POST", body: "x".repeat(17 * 1024), headers: { "content-type": "application/json" } });
     expect(big.status).toBe(413);
-    expect((await big.json()).error).toBe("payload_too_large");
+    expect((await body(big)).error).toBe("payload_too_large");
   });
 
   it("CORS: allowed origins get headers and preflights; others get none", async () => {
