@@ -30,7 +30,7 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 /** The JSON body of a response, for assertions. */
-const body = async (r: Response) => (await body(r)) as Record<string, unknown>;
+const body = async (r: Response): Promise<Record<string, unknown>> => (await r.json()) as Record<string, unknown>;
 const get = (path: string, headers: Record<string, string> = {}, method = "GET") => fetch(base + path, { method, headers });
 
 describe("uWS adapter and pipeline", () => {
