@@ -22,6 +22,20 @@ export async function serveCommand(_args: readonly string[], io: CliIO, deps: { 
   const { config, catalog } = deps;
   const log = logger(io, config.logLevel);
   for (const note of featureNotices(config)) log("warn", note);
+  // Signals are handled from the first instant: one that arrives during start-up shuts down right after it.
+  const signalled = new Promise<NodeJS.Signals>((resolve) => {
+    let count = 0;
+    const onSignal = (sig: NodeJS.Signals) => {
+      count++;
+      if (count === 1) resolve(sig);
+      else {
+        log("warn", "second signal: exiting at once", { signal: sig });
+        process.exit(130);
+      }
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  });
   let feedEnded: (e: unknown) => void = () => {};
   const ended = new Promise<unknown>((r) => (feedEnded = r));
   let service;
@@ -47,19 +61,6 @@ export async function serveCommand(_args: readonly string[], io: CliIO, deps: { 
   }, 60_000);
   statsTimer.unref();
 
-  const signalled = new Promise<NodeJS.Signals>((resolve) => {
-    let count = 0;
-    const onSignal = (sig: NodeJS.Signals) => {
-      count++;
-      if (count === 1) resolve(sig);
-      else {
-        log("warn", "second signal: exiting at once", { signal: sig });
-        process.exit(130);
-      }
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-  });
   const reason = await Promise.race([
     signalled.then((s) => ({ kind: "signal" as const, detail: s })),
     ended.then((e) => ({ kind: "feed" as const, detail: e })),

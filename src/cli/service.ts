@@ -27,6 +27,7 @@ import { scenarioFeed } from "../streams/scenario-feed.ts";
 import { simulatedLegs } from "../streams/sim-legs.ts";
 import { simulatedMarket } from "../streams/sim.ts";
 import { openStore, startRetention, type Store } from "../store/index.ts";
+import { startApi, type Api } from "../http/server.ts";
 import { loadScenario } from "./scenario-files.ts";
 
 /** A running service: its parts (for tests and stats) and the ordered shutdown. */
@@ -37,6 +38,7 @@ export interface Service {
   readonly link: EngineLink;
   readonly recovery: RecoverySummary;
   readonly natsUrl: string;
+  readonly api: Api;
   readonly projected: { readonly transitions: ProjectorStats; readonly samples: ProjectorStats };
   /** The documented shutdown order (docs/lifecycle.md). Idempotent. */
   stop(): Promise<void>;
@@ -156,9 +158,21 @@ export async function startService(config: Config, catalog: Catalog, io: Service
     const link = new EngineLink(host, nc, jetstream(nc), topology, { log });
     link.start();
     undo.push(() => link.close());
+    // Alert ids JetStream acknowledged that the store has not projected yet: /v1/audit/{id} answers 202 for them.
+    const pending = new Set<string>();
     const acked: Subscription = link.acked$.subscribe((a) => {
+      if (pending.size >= 10_000) pending.delete(pending.values().next().value!);
+      pending.add(a.receipt.alert_id);
       if (!a.duplicate) io.transition?.(JSON.stringify(transitionLine(a.receipt)));
     });
+    const projectingStore: Store = {
+      ...store,
+      insertTransition: async (receipt, meta) => {
+        const inserted = await store.insertTransition(receipt, meta);
+        pending.delete(receipt.alert_id);
+        return inserted;
+      },
+    };
 
     const recovery = applyRecovery(host, catalog.active, recovered);
     log("info", "recovered actors", { ...recovery });
@@ -175,7 +189,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
         nc,
         topology.jsm,
         { stream: TOPOLOGY.transitions.stream, durable: "projector-transitions", filterSubject: TOPOLOGY.transitions.subjects, maxBatch: 64, onError },
-        transitionProjector(store, catalog, projected.transitions, onReject),
+        transitionProjector(projectingStore, catalog, projected.transitions, onReject),
       ),
     );
     consumers.push(
@@ -193,11 +207,26 @@ export async function startService(config: Config, catalog: Catalog, io: Service
     const stopRetention = startRetention(store, baseClock);
     undo.push(stopRetention);
 
+    let intakeOpen = true;
+    const api = await startApi({
+      config,
+      catalog,
+      clock,
+      store,
+      natsAlive: () => nc.rtt().then(() => true),
+      engineAlive: () => intakeOpen,
+      pendingAlert: (id) => pending.has(id),
+      log,
+    });
+    undo.push(async () => api.close());
+    log("info", "http listening", { host: config.host, port: api.port });
+    acked.add(link.acked$.subscribe((a) => api.metrics.transitions.inc({ to_state: a.receipt.to_state })));
+
     // Intake last.
     const scenarioTime = config.feed.kind === "scenario";
     const intake = chosen.feed.subscribe({
       next: (s) => {
-        host.ingest(s, scenarioTime ? s.ts : clock.now());
+        api.metrics.samples.inc({ result: host.ingest(s, scenarioTime ? s.ts : clock.now()).status });
       },
       error: (e: unknown) => io.onFeedEnd?.(e),
       complete: () => io.onFeedEnd?.(null),
@@ -211,6 +240,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       link,
       recovery,
       natsUrl: servers[0]!,
+      api,
       projected,
       stop: () =>
         (stopping ??= (async () => {
@@ -224,7 +254,11 @@ export async function startService(config: Config, catalog: Catalog, io: Service
               failure ??= e;
             }
           };
-          await step("stop intake", () => intake.unsubscribe()); // 1
+          await step("stop intake", () => {
+            intakeOpen = false;
+            intake.unsubscribe();
+          }); // 1
+          await step("stop the HTTP server", () => api.close());
           await step("drain actors and flush snapshots", () => link.close()); // 2-3
           await step("stop actors", () => {
             acked.unsubscribe();

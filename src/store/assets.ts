@@ -16,10 +16,14 @@ import {
   type Confidence,
   type EpochMs,
   type GateName,
+  type OracleEntry,
   type PegState,
 } from "../methodology/index.ts";
 import {
+  StoreDataError,
+  decimalParam,
   decimalParamOrNull,
+  toDecimal,
   toDecimalOrNull,
   toEnum,
   toEnumOrNull,
@@ -70,6 +74,16 @@ export async function upsertAssets(db: Executor, assets: readonly CatalogAsset[]
   return changed.length;
 }
 
+/** One oracle entry of a snapshot: wire decimals in the feed's quote units, `publish_time` in epoch ms. */
+export interface OracleSnapshot {
+  readonly price: string;
+  readonly conf: string;
+  readonly publish_time: EpochMs;
+}
+
+/** A snapshot's oracle entries by feed name (as the sample named them), in the sample's member order. */
+export type OracleSnapshots = Readonly<Record<string, OracleSnapshot>>;
+
 /** One asset's latest published evaluation. Decimals are wire strings; instants are epoch ms. */
 export interface SnapshotRow {
   readonly mint: string;
@@ -89,6 +103,54 @@ export interface SnapshotRow {
   readonly updated_at: EpochMs;
   /** Monotonic per asset within one writer; breaks ties between writes of the same instant. */
   readonly version: number;
+  /** Intrinsic SOL per share of the latest sample (the stake-pool rate; LSTs), or null when the sample had none. */
+  readonly sol_per_lst: string | null;
+  /** The latest sample's oracle entries ({} when it used none); null when unknown (rows from before migration 0002). */
+  readonly oracle: OracleSnapshots | null;
+  /**
+   * Circulating supply scaled by decimals, or null until first observed. A slow signal: a write carrying null keeps
+   * the stored value (see upsertSnapshot), so per-sample writes never erase it.
+   */
+  readonly circulating_supply: string | null;
+}
+
+/** The oracle entries of an engine sample in snapshot form, feeds in name order (as the wire sample writes them). */
+export function oracleSnapshotsOf(oracle: Readonly<Record<string, OracleEntry>>): OracleSnapshots {
+  const out: Record<string, OracleSnapshot> = {};
+  for (const name of Object.keys(oracle).sort()) {
+    const e = oracle[name]!;
+    out[name] = { price: decimalToWire(e.price), conf: decimalToWire(e.conf), publish_time: e.publish_time };
+  }
+  return out;
+}
+
+function oracleParamOrNull(oracle: OracleSnapshots | null): string | null {
+  if (oracle === null) return null;
+  for (const [name, e] of Object.entries(oracle)) {
+    decimalParam(e.price, `oracle.${name}.price`);
+    decimalParam(e.conf, `oracle.${name}.conf`);
+    if (!Number.isSafeInteger(e.publish_time)) throw new RangeError(`oracle.${name}.publish_time must be integer epoch ms`);
+  }
+  return JSON.stringify(oracle);
+}
+
+/** The `oracle` json column read back (parsed by both drivers), checked member by member. */
+function toOracleOrNull(v: unknown, column: string): OracleSnapshots | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v !== "object" || Array.isArray(v)) throw new StoreDataError(column, v);
+  const out: Record<string, OracleSnapshot> = {};
+  for (const [name, raw] of Object.entries(v as Record<string, unknown>)) {
+    if (typeof raw !== "object" || raw === null) throw new StoreDataError(`${column}.${name}`, raw);
+    const e = raw as Record<string, unknown>;
+    const publish = e["publish_time"];
+    if (typeof publish !== "number" || !Number.isSafeInteger(publish)) throw new StoreDataError(`${column}.${name}.publish_time`, publish);
+    out[name] = {
+      price: toDecimal(e["price"], `${column}.${name}.price`),
+      conf: toDecimal(e["conf"], `${column}.${name}.conf`),
+      publish_time: publish,
+    };
+  }
+  return out;
 }
 
 /** The snapshot row of a published recompute. */
@@ -108,10 +170,16 @@ export function snapshotFromStateEvent(e: StateEvent, version: number): Snapshot
     published_since: e.engine.publishedSince,
     updated_at: e.now,
     version,
+    sol_per_lst: e.sample.intrinsic_sol === null ? null : decimalToWire(e.sample.intrinsic_sol),
+    oracle: oracleSnapshotsOf(e.sample.oracle),
+    circulating_supply: null,
   };
 }
 
-/** Writes the snapshot unless the stored one is as new or newer. Returns true when it was applied. */
+/**
+ * Writes the snapshot unless the stored one is as new or newer. Returns true when it was applied. A null
+ * `circulating_supply` keeps the stored one (the supply is observed on its own slow cadence, not with every sample).
+ */
 export async function upsertSnapshot(db: Executor, row: SnapshotRow): Promise<boolean> {
   if (!Number.isSafeInteger(row.version) || row.version < 0) throw new RangeError("version must be a non-negative integer");
   const values = {
@@ -129,6 +197,9 @@ export async function upsertSnapshot(db: Executor, row: SnapshotRow): Promise<bo
     published_since: tsParamOrNull(row.published_since),
     updated_at: tsParam(row.updated_at),
     version: row.version,
+    sol_per_lst: decimalParamOrNull(row.sol_per_lst, "sol_per_lst"),
+    oracle: oracleParamOrNull(row.oracle),
+    circulating_supply: decimalParamOrNull(row.circulating_supply, "circulating_supply"),
   };
   const applied = await db
     .insertInto("asset_snapshots")
@@ -150,6 +221,9 @@ export async function upsertSnapshot(db: Executor, row: SnapshotRow): Promise<bo
           published_since: eb.ref("excluded.published_since"),
           updated_at: eb.ref("excluded.updated_at"),
           version: eb.ref("excluded.version"),
+          sol_per_lst: eb.ref("excluded.sol_per_lst"),
+          oracle: eb.ref("excluded.oracle"),
+          circulating_supply: sql<string | null>`coalesce(excluded.circulating_supply, asset_snapshots.circulating_supply)`,
         }))
         .where(sql<boolean>`(excluded.updated_at, excluded.version) > (asset_snapshots.updated_at, asset_snapshots.version)`),
     )
@@ -176,5 +250,8 @@ export async function latestSnapshots(db: Executor): Promise<SnapshotRow[]> {
     published_since: toMsOrNull(r.published_since, "asset_snapshots.published_since"),
     updated_at: toMs(r.updated_at, "asset_snapshots.updated_at"),
     version: toInt(r.version, "asset_snapshots.version"),
+    sol_per_lst: toDecimalOrNull(r.sol_per_lst, "asset_snapshots.sol_per_lst"),
+    oracle: toOracleOrNull(r.oracle, "asset_snapshots.oracle"),
+    circulating_supply: toDecimalOrNull(r.circulating_supply, "asset_snapshots.circulating_supply"),
   }));
 }

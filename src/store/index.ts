@@ -8,11 +8,27 @@ export type { Database, Executor } from "./schema.ts";
 export { StoreDataError, atomically } from "./normalise.ts";
 export {
   latestSnapshots,
+  oracleSnapshotsOf,
   snapshotFromStateEvent,
   upsertAssets,
   upsertSnapshot,
+  type OracleSnapshot,
+  type OracleSnapshots,
   type SnapshotRow,
 } from "./assets.ts";
+export {
+  auditPage,
+  calibrationFigures,
+  latestAlertIds,
+  statsCounts,
+  windows24h,
+  WINDOW_BUCKETS,
+  type AuditEntry,
+  type AuditPageQuery,
+  type CalibrationRow,
+  type StatsRow,
+  type Window24hRow,
+} from "./readmodel.ts";
 export {
   COMMIT_STATUSES,
   alertById,

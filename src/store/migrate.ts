@@ -7,6 +7,7 @@
 import type { Kysely } from "kysely";
 import { Migrator, type Migration, type MigrationProvider } from "kysely/migration";
 import * as initial from "./migrations/2026_11_21_0001_initial.ts";
+import * as readModels from "./migrations/2026_11_21_0002_read_models.ts";
 
 /** Any Kysely instance: migrations work below the app's table types (Kysely's Migrator takes `Kysely<any>`). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -14,6 +15,7 @@ type AnyKysely = Kysely<any>;
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "2026_11_21_0001_initial": initial,
+  "2026_11_21_0002_read_models": readModels,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -17,6 +17,8 @@ export type Numeric = ColumnType<string, string, string>;
 export type NullableNumeric = ColumnType<string | null, string | null, string | null>;
 /** json: written as JSON text, read back parsed (key order preserved, unlike jsonb). */
 export type Json = ColumnType<unknown, string, string>;
+/** Nullable json. */
+export type NullableJson = ColumnType<unknown, string | null, string | null>;
 
 export interface AssetsTable {
   mint: string;
@@ -42,6 +44,12 @@ export interface AssetSnapshotsTable {
   published_since: NullableTimestamptz;
   updated_at: Timestamptz;
   version: Int8;
+  /** Intrinsic SOL per LST share of the latest sample (migration 0002). */
+  sol_per_lst: NullableNumeric;
+  /** The latest sample's oracle entries: `{feed: {price, conf, publish_time (epoch ms)}}` (migration 0002). */
+  oracle: NullableJson;
+  /** Circulating supply scaled by decimals; kept across snapshot writes that do not carry it (migration 0002). */
+  circulating_supply: NullableNumeric;
 }
 
 export interface SamplesTable {

@@ -1,6 +1,17 @@
 import type { Catalog } from "../catalog/index.ts";
-import { BANDS, CONFIDENCES, GATES, parseTimestamp, PEG_STATES, type PegState, type Receipt } from "../methodology/index.ts";
-import type { SampleRow, SnapshotRow, Store } from "../store/index.ts";
+import {
+  BANDS,
+  CONFIDENCES,
+  GATES,
+  decimalToWire,
+  parseDecimal,
+  parseTimestamp,
+  PEG_STATES,
+  type PegState,
+  type Receipt,
+  type SampleWire,
+} from "../methodology/index.ts";
+import type { OracleSnapshot, OracleSnapshots, SampleRow, SnapshotRow, Store } from "../store/index.ts";
 import type { SampleMessage } from "./nats/messages.ts";
 import type { BatchMessage } from "./nats/consumer.ts";
 
@@ -57,6 +68,30 @@ const TRIGGER_SEQ = { dwell_timer: 0, sample: 1 } as const;
 
 function optionalTime(v: string | null): number | null {
   return v === null ? null : parseTimestamp(v);
+}
+
+/** An optional wire decimal of the message's sample (display only): absent or malformed reads as null. */
+function optionalDecimal(v: unknown): string | null {
+  const d = v === undefined || v === null ? null : parseDecimal(v);
+  return d === null ? null : decimalToWire(d);
+}
+
+/**
+ * The sample's oracle entries in snapshot form (publish_time as epoch ms), in the message's member order. Display
+ * only: absent, or any entry malformed, reads as null ("unknown"), never as a partial set that could hide a feed.
+ */
+function oracleOf(oracle: SampleWire["oracle"] | null | undefined): OracleSnapshots | null {
+  if (oracle === undefined || oracle === null || typeof oracle !== "object" || Array.isArray(oracle)) return null;
+  const out: Record<string, OracleSnapshot> = {};
+  for (const [name, e] of Object.entries(oracle)) {
+    if (typeof e !== "object" || e === null) return null;
+    const price = parseDecimal(e.price);
+    const conf = parseDecimal(e.conf);
+    const publish = parseTimestamp(e.publish_time);
+    if (price === null || conf === null || publish === null) return null;
+    out[name] = { price: decimalToWire(price), conf: decimalToWire(conf), publish_time: publish };
+  }
+  return out;
 }
 
 /**
@@ -116,6 +151,10 @@ export function sampleProjector(store: Store, stats: ProjectorStats, onReject?: 
         published_since: optionalTime(s.published_since ?? null),
         updated_at: ts,
         version: m.seq,
+        sol_per_lst: optionalDecimal(s.sample?.intrinsic_sol),
+        oracle: oracleOf(s.sample?.oracle),
+        // Not carried by samples: a slow signal, written on its own cadence; null keeps the stored value.
+        circulating_supply: null,
       });
     }
     if (rows.length > 0) {

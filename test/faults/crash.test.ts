@@ -21,6 +21,7 @@ import { replayScenario } from "../../src/streams/replay.ts";
 import { openStore, type Store } from "../../src/store/index.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
+import { freePort } from "../support/ports.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SCENARIO = "transition-burst";
@@ -91,7 +92,7 @@ describe.each(["postgres", "pglite"] as const)("kill -9 during a burst of transi
   beforeAll(async () => {
     nats = await startNats();
     dataDir = mkdtempSync(join(tmpdir(), "peg-crash-"));
-    env = { NATS_URL: nats.url, DATA_DIR: dataDir };
+    env = { NATS_URL: nats.url, DATA_DIR: dataDir, PORT: String(await freePort()) };
     if (backend === "postgres") {
       pg = await startPostgres();
       env["DATABASE_URL"] = await pg.createDatabase();

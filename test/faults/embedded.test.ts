@@ -12,17 +12,19 @@ import { fileURLToPath } from "node:url";
 import { afterAll, expect, it } from "vitest";
 import { systemClock } from "../../src/clock.ts";
 import { openStore } from "../../src/store/index.ts";
+import { freePort } from "../support/ports.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const dataDir = mkdtempSync(join(tmpdir(), "peg-embedded-"));
 
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-function run(env: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
+async function run(env: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
+  const port = String(await freePort());
   return new Promise((resolve) => {
     const p = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
       cwd: ROOT,
-      env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", DATA_DIR: dataDir, ...env },
+      env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", DATA_DIR: dataDir, PORT: port, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startNats, type TestNats } from "../support/nats.ts";
+import { freePort } from "../support/ports.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 let nats: TestNats;
@@ -22,12 +23,13 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-function start(): { proc: ChildProcess; err: () => string; serving: Promise<void>; exit: Promise<number | null> } {
+async function start(): Promise<{ proc: ChildProcess; err: () => string; serving: Promise<void>; exit: Promise<number | null> }> {
+  const port = String(await freePort());
   const dataDir = mkdtempSync(join(tmpdir(), "peg-signals-"));
   dirs.push(dataDir);
   const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
     cwd: ROOT,
-    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", DATA_DIR: dataDir, NATS_URL: nats.url, FEED: "sim" },
+    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", DATA_DIR: dataDir, NATS_URL: nats.url, FEED: "sim", PORT: port },
     stdio: ["ignore", "ignore", "pipe"],
   });
   let err = "";
@@ -42,7 +44,7 @@ function start(): { proc: ChildProcess; err: () => string; serving: Promise<void
 }
 
 it("SIGTERM shuts down in order and exits 0", async () => {
-  const s = start();
+  const s = await start();
   await s.serving;
   await new Promise((r) => setTimeout(r, 1500)); // let samples flow
   s.proc.kill("SIGTERM");
@@ -54,9 +56,11 @@ it("SIGTERM shuts down in order and exits 0", async () => {
 }, 60_000);
 
 it("a second signal during shutdown exits at once with 130", async () => {
-  const s = start();
+  const s = await start();
   await s.serving;
   s.proc.kill("SIGINT");
+  // Identical signals sent back to back coalesce; the second must arrive once shutdown has begun.
+  while (!s.err().includes('"msg":"shutting down"')) await new Promise((r) => setTimeout(r, 5));
   s.proc.kill("SIGINT");
   expect(await s.exit).toBe(130);
   expect(s.err()).toMatch(/second signal: exiting at once/);

@@ -1,0 +1,174 @@
+/** Asset routes (interface 4.2): the card list, one card by symbol or mint, the state object and history. */
+import { ApiError, invalidQuery } from "../errors.ts";
+import type { ReadModel } from "../read-model.ts";
+import {
+  AssetCard,
+  AssetList,
+  AssetListQuery,
+  AssetState,
+  HISTORY_DEFAULT_WINDOW_MS,
+  HISTORY_LIMIT,
+  HistoryList,
+  HistoryQueryParams,
+  PathParams,
+  parseQuery,
+  type AssetCardBody,
+} from "../schemas/index.ts";
+import { listEnvelope, timestampToWire } from "../../wire/index.ts";
+import type { CatalogAsset } from "../../catalog/index.ts";
+import type { MinuteHistoryRow, RawHistoryRow } from "../../store/index.ts";
+import { buildAssetCard, buildAssetState } from "./asset-card.ts";
+import { activeAsset, cardContext, clamp } from "./common.ts";
+import { jsonResult, type DocumentedRoute } from "./spec.ts";
+
+/** How long the full card list is reused (interface part 8: "Asset list cache 5 seconds"), on the injected clock. */
+export const ASSET_LIST_TTL_MS = 5_000;
+
+export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
+  let memo: { readonly at: number; readonly cards: Promise<AssetCardBody[]> } | null = null;
+
+  async function buildCards(now: number): Promise<AssetCardBody[]> {
+    const [snaps, windows] = await Promise.all([rm.snapshots(), rm.windows24h(now)]);
+    const ctx = cardContext(rm, now);
+    return rm.catalog.active.map((a) => buildAssetCard(a, snaps.get(a.mint), windows.get(a.mint), ctx));
+  }
+
+  /** The memoised card list of every active asset: rebuilt at most once per 5 s; a failed build is not kept. */
+  async function cards(): Promise<{ at: number; cards: AssetCardBody[] }> {
+    const now = rm.clock.now();
+    if (memo === null || now - memo.at >= ASSET_LIST_TTL_MS || now < memo.at) {
+      const entry = { at: now, cards: buildCards(now) };
+      memo = entry;
+      entry.cards.catch(() => {
+        if (memo === entry) memo = null;
+      });
+    }
+    return { at: memo.at, cards: await memo.cards };
+  }
+
+  async function detailCard(a: CatalogAsset): Promise<AssetCardBody> {
+    const now = rm.clock.now();
+    const [snaps, windows] = await Promise.all([rm.snapshots(), rm.windows24h(now)]);
+    return buildAssetCard(a, snaps.get(a.mint), windows.get(a.mint), cardContext(rm, now), true);
+  }
+
+  const symbolParam = { symbol: PathParams.symbol };
+
+  return [
+    {
+      method: "GET",
+      path: "/v1/assets",
+      handler: async (req) => {
+        const q = parseQuery(req.query, AssetListQuery);
+        const { at, cards: all } = await cards();
+        let data = all;
+        if (q.class !== undefined) data = data.filter((c) => c.class === q.class);
+        if (q.peg !== undefined) data = data.filter((c) => c.state === q.peg);
+        return jsonResult(200, listEnvelope(data, at));
+      },
+      spec: {
+        summary: "List active assets",
+        description:
+          "Every active asset's card, including series_24h and monitoring-only assets. Not paginated. Memoised for 5 s (generated_at is the build time of the memoised list).",
+        tags: ["assets"],
+        query: AssetListQuery,
+        responses: { 200: AssetList },
+        errors: ["invalid_query"],
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/assets/by-mint/{mint}",
+      handler: async (req) => {
+        const mint = req.params["mint"] ?? "";
+        const a = rm.catalog.byMint(mint);
+        if (a === undefined || !a.active) throw new ApiError("asset_not_found", `no active asset has mint "${mint.slice(0, 64)}"`, { asset: a?.symbol ?? mint });
+        return jsonResult(200, await detailCard(a));
+      },
+      spec: {
+        summary: "One asset by mint",
+        description: "The same card as by symbol. 404 `asset_not_found` when no active asset has that mint.",
+        tags: ["assets"],
+        params: { mint: PathParams.mint },
+        responses: { 200: AssetCard },
+        errors: ["asset_not_found", "invalid_query"],
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/assets/{symbol}",
+      handler: async (req) => jsonResult(200, await detailCard(activeAsset(rm, req.params["symbol"] ?? ""))),
+      spec: {
+        summary: "One asset by symbol",
+        description: "The AssetCard with series_24h and, when an oracle annotation fires, oracle_degraded. The symbol is exact and case-sensitive; an unknown or inactive one is a 404 `asset_not_found`.",
+        tags: ["assets"],
+        params: symbolParam,
+        responses: { 200: AssetCard },
+        errors: ["asset_not_found", "invalid_query"],
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/assets/{symbol}/state",
+      handler: async (req) => {
+        const a = activeAsset(rm, req.params["symbol"] ?? "");
+        const snaps = await rm.snapshots();
+        const body = buildAssetState(a, snaps.get(a.mint), rm.clock.now());
+        if (body === null) throw new ApiError("not_found", `no snapshot of ${a.symbol} yet`, { asset: a.symbol });
+        return jsonResult(200, body);
+      },
+      spec: {
+        summary: "Latest state of one asset",
+        description: "404 `asset_not_found` for an unknown symbol; 404 `not_found` (with `asset`) when the asset has no snapshot yet.",
+        tags: ["assets"],
+        params: symbolParam,
+        responses: { 200: AssetState },
+        errors: ["asset_not_found", "not_found", "invalid_query"],
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/assets/{symbol}/history",
+      handler: async (req) => {
+        const a = activeAsset(rm, req.params["symbol"] ?? "");
+        const q = parseQuery(req.query, HistoryQueryParams);
+        const now = rm.clock.now();
+        const to = q.to ?? now;
+        const from = q.from ?? to - HISTORY_DEFAULT_WINDOW_MS;
+        if (from > to) throw invalidQuery("from must not be after to");
+        const bucket = q.bucket ?? "1m";
+        const limit = clamp(q.limit ?? HISTORY_LIMIT.default, HISTORY_LIMIT.min, HISTORY_LIMIT.max);
+        const rows = await rm.history(a.mint, { bucket, from, to, limit });
+        const data: readonly unknown[] =
+          bucket === "raw"
+            ? (rows as RawHistoryRow[]).map((r) => ({
+                ts: timestampToWire(r.ts),
+                discount: r.discount,
+                discount_raw: r.discount_raw,
+                state: r.state,
+                market_usd: r.market_usd,
+                intrinsic_usd: r.intrinsic_usd,
+              }))
+            : (rows as MinuteHistoryRow[]).map((r) => ({
+                ts: timestampToWire(r.ts),
+                discount: r.discount,
+                min_discount: r.min_discount,
+                max_discount: r.max_discount,
+                samples: r.samples,
+                state: r.state,
+                discount_raw: null,
+              }));
+        return jsonResult(200, listEnvelope(data, now));
+      },
+      spec: {
+        summary: "History of one asset",
+        description: "Newest first. `raw` rows: {ts, discount (smoothed), discount_raw, state, market_usd, intrinsic_usd}; `1m` rows: {ts (minute start), discount (average), min_discount, max_discount, samples, state (last in minute), discount_raw: null}.",
+        tags: ["assets"],
+        params: symbolParam,
+        query: HistoryQueryParams,
+        responses: { 200: HistoryList },
+        errors: ["asset_not_found", "invalid_query"],
+      },
+    },
+  ];
+}

@@ -1,0 +1,45 @@
+/**
+ * The public routes (interface 4.1-4.5, 4.7a): health, assets, feeds, audit, meta and the API description. Every
+ * route carries its OpenAPI `spec`; /openapi.json is generated from exactly this list.
+ */
+import type { EpochMs } from "../../methodology/index.ts";
+import { openApiDocument } from "../openapi.ts";
+import type { ReadModel } from "../read-model.ts";
+import { assetRoutes } from "./assets.ts";
+import { auditRoutes } from "./audit.ts";
+import { docsRoutes } from "./docs.ts";
+import { feedRoutes, type MethodologyOptions } from "./feeds.ts";
+import { healthRoutes } from "./health.ts";
+import { metaRoutes } from "./meta.ts";
+import type { DocumentedRoute } from "./spec.ts";
+
+export interface PublicRoutesOptions {
+  /** Live WebSocket client count for /v1/stats `ws_clients` (0 when absent). */
+  readonly wsClients?: () => number;
+  /** Alias of `wsClients`. */
+  readonly requestsWsClients?: () => number;
+  /** Lifecycle of the methodology served at /v1/methodology/current. */
+  readonly methodology: MethodologyOptions;
+  /** When the webhook IP list was loaded (default: when the routes are built). */
+  readonly webhookIpsUpdatedAt?: EpochMs;
+}
+
+export function publicRoutes(rm: ReadModel, opts: PublicRoutesOptions): DocumentedRoute[] {
+  const wsClients = opts.wsClients ?? opts.requestsWsClients;
+  const routes: DocumentedRoute[] = [
+    ...healthRoutes(rm),
+    ...assetRoutes(rm),
+    ...feedRoutes(rm, { methodology: opts.methodology, ...(wsClients === undefined ? {} : { wsClients }) }),
+    ...auditRoutes(rm),
+    ...metaRoutes(rm, opts.webhookIpsUpdatedAt === undefined ? {} : { webhookIpsUpdatedAt: opts.webhookIpsUpdatedAt }),
+  ];
+  let doc: object | undefined;
+  routes.push(...docsRoutes(() => (doc ??= openApiDocument(routes))));
+  return routes;
+}
+
+export { openApiDocument } from "../openapi.ts";
+export type { DocumentedRoute, ResponseEntry, ResponseSpec, RouteSpec } from "./spec.ts";
+export type { MethodologyOptions } from "./feeds.ts";
+export { buildAssetCard, buildAssetState, isStale, oracleDegradedOf, publishedOf, STALE_AFTER_MS } from "./asset-card.ts";
+export { ASSET_LIST_TTL_MS } from "./assets.ts";

@@ -1,0 +1,207 @@
+/**
+ * Query and path parameters. Each query parameter is a zod schema from the raw text to the parsed value; the same
+ * schema (its output side, or `doc` when the output has no JSON form) documents the parameter in the OpenAPI document,
+ * so what is validated is what is documented.
+ */
+import { z } from "zod";
+import { PEG_STATES, parseTimestamp, type EpochMs } from "../../methodology/index.ts";
+import { ApiError } from "../errors.ts";
+
+export interface QueryParam<T> {
+  /** Parses the raw (percent-decoded) text. */
+  readonly schema: z.ZodType<T, string>;
+  /** The documented type, when `schema`'s output is not representable (a transform). */
+  readonly doc?: z.ZodType;
+  readonly description: string;
+  /** Documented default (the handler applies it). */
+  readonly default?: string | number;
+  /** The error code of a bad value. Default `invalid_query`. */
+  readonly errorCode?: "invalid_query" | "invalid_state";
+}
+
+export interface PathParam {
+  readonly schema: z.ZodType;
+  readonly description: string;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Parameter kinds.
+
+const INTEGER_TEXT = /^[+-]?\d{1,15}$/;
+
+/** An integer, optionally bounded (out of bounds is an error; unbounded ones may be clamped by the handler). */
+export function intParam(bounds: { min?: number; max?: number } = {}): z.ZodType<number, string> {
+  let n = z.int();
+  if (bounds.min !== undefined) n = n.min(bounds.min);
+  if (bounds.max !== undefined) n = n.max(bounds.max);
+  return z
+    .string()
+    .regex(INTEGER_TEXT, "must be an integer")
+    .transform((s) => Number(s))
+    .pipe(n);
+}
+
+const timestampText = z.string().meta({ format: "date-time" });
+
+/**
+ * An RFC 3339 timestamp (any offset), parsed to epoch milliseconds. A `+hh:mm` offset sent unencoded arrives as a
+ * space (form decoding of `+`), so a space right before the offset is read as `+`.
+ */
+export const timestampParam: z.ZodType<EpochMs, string> = z.string().transform((s, ctx) => {
+  const t = parseTimestamp(s.replace(/^(\d{4}-\d{2}-\d{2}T[\d:.]+) (\d{2}:\d{2})$/, "$1+$2"));
+  if (t === null) {
+    ctx.addIssue({ code: "custom", message: "must be an RFC 3339 timestamp such as 2026-06-12T10:00:00Z" });
+    return z.NEVER;
+  }
+  return t;
+});
+
+/** The audit ledger cursor: base64url of the JSON `{t, id}` of the last row served (t = detected_at, epoch ms). */
+export interface AuditCursor {
+  readonly detected_at: EpochMs;
+  readonly id: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export function encodeCursor(c: AuditCursor): string {
+  return Buffer.from(JSON.stringify({ t: c.detected_at, id: c.id }), "utf8").toString("base64url");
+}
+
+export function decodeCursor(text: string): AuditCursor | null {
+  if (!/^[A-Za-z0-9_-]{1,512}$/.test(text)) return null;
+  try {
+    const v: unknown = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
+    if (typeof v !== "object" || v === null || Array.isArray(v)) return null;
+    const { t, id } = v as { t?: unknown; id?: unknown };
+    if (typeof t !== "number" || !Number.isSafeInteger(t) || typeof id !== "string" || !UUID.test(id)) return null;
+    return { detected_at: t, id };
+  } catch {
+    return null;
+  }
+}
+
+export const cursorParam: z.ZodType<AuditCursor, string> = z.string().transform((s, ctx) => {
+  const c = decodeCursor(s);
+  if (c === null) {
+    ctx.addIssue({ code: "custom", message: "must be a next_before cursor returned by a previous page" });
+    return z.NEVER;
+  }
+  return c;
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Bounds (interface part 8, addendum B).
+
+export const HISTORY_LIMIT = { min: 1, max: 5000, default: 500 } as const;
+export const ALERTS_LIMIT = { min: 1, max: 500, default: 50 } as const;
+export const ALERTS_OFFSET = { min: 0, max: 10_000, default: 0 } as const;
+export const AUDIT_LIMIT = { min: 1, max: 100, default: 50 } as const;
+export const AUDIT_CSV_LIMIT = { min: 1, max: 50_000, default: 50_000 } as const;
+export const AUDIT_MAX_WINDOW_MS = 90 * 86_400_000;
+export const AUDIT_DEFAULT_WINDOW_MS = 7 * 86_400_000;
+export const HISTORY_DEFAULT_WINDOW_MS = 86_400_000;
+
+/** The audit `state` filter: the five graded bands (UNKNOWN is not a filter value). */
+export const AUDIT_STATES = ["PEGGED", "DRIFT", "DEPEG", "CRITICAL", "BLACK_SWAN"] as const;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Per-route parameter sets.
+
+export const AssetListQuery = {
+  class: {
+    schema: z.string(),
+    description: "Exact, case-sensitive class (lst, stable_fiat, stable_dn, stable_cdp, stable_yield, stable_fx, synth_lev). An unknown class gives an empty list.",
+  },
+  peg: {
+    schema: z.enum(PEG_STATES),
+    description: "Only assets whose published state (after the staleness collapse) is this PegState.",
+  },
+} satisfies Record<string, QueryParam<unknown>>;
+
+export const HistoryQueryParams = {
+  bucket: {
+    schema: z.enum(["raw", "1m"]),
+    description: "`raw` (every evaluated sample) or `1m` (1-minute rollups). Anything else is a 400.",
+    default: "1m",
+  },
+  from: { schema: timestampParam, doc: timestampText, description: "Inclusive lower bound (RFC 3339). Default `to` minus 24 h." },
+  to: { schema: timestampParam, doc: timestampText, description: "Inclusive upper bound (RFC 3339). Default now. Must not precede `from`." },
+  limit: {
+    schema: intParam(),
+    description: `Maximum rows, an integer clamped to ${HISTORY_LIMIT.min}-${HISTORY_LIMIT.max}.`,
+    default: HISTORY_LIMIT.default,
+  },
+} satisfies Record<string, QueryParam<unknown>>;
+
+export const AlertsQueryParams = {
+  since: { schema: timestampParam, doc: timestampText, description: "Inclusive lower bound on detected_at (RFC 3339)." },
+  limit: { schema: intParam(ALERTS_LIMIT), description: "Page size; out of range is a 400.", default: ALERTS_LIMIT.default },
+  offset: { schema: intParam(ALERTS_OFFSET), description: "Rows to skip; out of range is a 400.", default: ALERTS_OFFSET.default },
+} satisfies Record<string, QueryParam<unknown>>;
+
+const auditFilters = {
+  state: {
+    schema: z.enum(AUDIT_STATES),
+    description: "Only transitions into this state. Any other value is a 400 `invalid_state`.",
+    errorCode: "invalid_state",
+  },
+  asset: { schema: z.string().min(1), description: "Only this asset (exact, case-sensitive symbol). An unknown symbol is a 404 `asset_not_found`." },
+  from: {
+    schema: timestampParam,
+    doc: timestampText,
+    description: "Inclusive lower bound on detected_at. Default `to` minus 7 days; the window is at most 90 days.",
+  },
+  to: { schema: timestampParam, doc: timestampText, description: "Inclusive upper bound on detected_at. Default now." },
+  before: {
+    schema: cursorParam,
+    doc: z.string(),
+    description: "Opaque cursor: the `next_before` of the previous page.",
+  },
+} satisfies Record<string, QueryParam<unknown>>;
+
+export const AuditQueryParams = {
+  ...auditFilters,
+  limit: { schema: intParam(AUDIT_LIMIT), description: "Page size; out of range is a 400.", default: AUDIT_LIMIT.default },
+} satisfies Record<string, QueryParam<unknown>>;
+
+export const AuditCsvQueryParams = {
+  ...auditFilters,
+  limit: { schema: intParam(AUDIT_CSV_LIMIT), description: "Maximum rows; out of range is a 400.", default: AUDIT_CSV_LIMIT.default },
+} satisfies Record<string, QueryParam<unknown>>;
+
+export const PathParams = {
+  symbol: { schema: z.string(), description: "Exact, case-sensitive asset symbol, percent-encoded (`USD%2A`, `hyloSOL%2B`)." },
+  mint: { schema: z.string(), description: "Token mint address (base58)." },
+  id: { schema: z.string().meta({ format: "uuid" }), description: "Alert id (UUID). A malformed id is a 404." },
+  file: { schema: z.string(), description: "A Swagger UI asset file name." },
+} satisfies Record<string, PathParam>;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Parsing.
+
+type Parsed<D extends Record<string, QueryParam<unknown>>> = {
+  -readonly [K in keyof D]?: D[K] extends QueryParam<infer T> ? T : never;
+};
+
+/**
+ * Parses the declared parameters of a query string (others are ignored). An absent parameter is absent from the
+ * result; a repeated or invalid one is an ApiError (`invalid_query`, or the parameter's own code).
+ */
+export function parseQuery<D extends Record<string, QueryParam<unknown>>>(query: URLSearchParams, defs: D): Parsed<D> {
+  const out: Record<string, unknown> = {};
+  for (const [name, def] of Object.entries(defs)) {
+    const values = query.getAll(name);
+    if (values.length === 0) continue;
+    const code = def.errorCode ?? "invalid_query";
+    if (values.length > 1) throw new ApiError(code, `query parameter "${name}" is given more than once`);
+    const raw = values[0]!;
+    const r = def.schema.safeParse(raw);
+    if (!r.success) {
+      const why = r.error.issues[0]?.message ?? "is invalid";
+      throw new ApiError(code, `invalid query parameter ${name}=${JSON.stringify(raw.slice(0, 64))}: ${why}. ${def.description}`);
+    }
+    out[name] = r.data;
+  }
+  return out as Parsed<D>;
+}

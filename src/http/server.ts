@@ -1,0 +1,116 @@
+import { sql } from "kysely";
+import type { Catalog } from "../catalog/index.ts";
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import type { Store } from "../store/index.ts";
+import { createMetrics, metricsRoute, type Metrics } from "./metrics.ts";
+import { createPipeline } from "./pipeline.ts";
+import { createStoreReadModel } from "./read-model-store.ts";
+import type { ReadModel, Readiness } from "./read-model.ts";
+import { Router } from "./router.ts";
+import { publicRoutes, type DocumentedRoute } from "./routes/index.ts";
+import { serveUws, type UwsServer } from "./uws-adapter.ts";
+
+/** When methodology 1.0.0 was released (the lifecycle registry of issue 7 will own this). */
+const METHODOLOGY_RELEASED_AT = "2026-07-24T00:00:00.000Z";
+/** The 24-hour windows and calibration figures are aggregates over thousands of rows: cached briefly. */
+const WINDOWS_TTL_MS = 30_000;
+const CALIBRATION_TTL_MS = 5 * 60_000;
+
+export interface ApiDeps {
+  readonly config: Config;
+  readonly catalog: Catalog;
+  readonly clock: Clock;
+  readonly store: Store;
+  /** NATS answers (a round trip within the deadline). */
+  readonly natsAlive: () => Promise<boolean>;
+  /** The engine is running (intake subscribed, actors alive). */
+  readonly engineAlive: () => boolean;
+  /** JetStream acknowledged this alert id and the store has not projected it yet. */
+  readonly pendingAlert: (id: string) => boolean;
+  readonly wsClients?: () => number;
+  readonly log?: (level: "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface Api {
+  readonly port: number;
+  readonly metrics: Metrics;
+  readonly routes: readonly DocumentedRoute[];
+  readonly readModel: ReadModel;
+  close(): void;
+}
+
+function cached<T>(clock: Clock, ttlMs: number, load: (now: number) => Promise<T>): (now: number) => Promise<T> {
+  let value: { at: number; v: Promise<T> } | null = null;
+  return (now) => {
+    if (value === null || clock.now() - value.at > ttlMs) {
+      const v = load(now);
+      value = { at: clock.now(), v };
+      v.catch(() => (value = null));
+    }
+    return value.v;
+  };
+}
+
+async function within<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<T>((r) => (timer = setTimeout(() => r(fallback), ms)));
+  try {
+    return await Promise.race([p.catch(() => fallback), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Builds the read model, the public routes and /metrics, and serves them on uWebSockets.js at HOST:PORT. */
+export async function startApi(deps: ApiDeps): Promise<Api> {
+  const { config, catalog, clock, store } = deps;
+  const readiness = async (): Promise<Readiness> => {
+    const database = await within(sql`select 1`.execute(store.db).then(() => true), 2_000, false);
+    const nats = await within(deps.natsAlive(), 2_000, false);
+    let newest: number | null = null;
+    if (database) {
+      for (const s of await store.latestSnapshots()) newest = newest === null ? s.updated_at : Math.max(newest, s.updated_at);
+    }
+    return {
+      database,
+      nats,
+      engine: deps.engineAlive(),
+      snapshot_age_secs: newest === null ? null : Math.max(0, Math.floor((clock.now() - newest) / 1000)),
+    };
+  };
+  const base = createStoreReadModel({ store, catalog, clock, config, readiness, pendingAlert: async (id) => deps.pendingAlert(id) });
+  const windows = cached(clock, WINDOWS_TTL_MS, (now) => base.windows24h(now));
+  const calibration = cached(clock, CALIBRATION_TTL_MS, (now) => base.calibration(now));
+  const readModel: ReadModel = { ...base, windows24h: windows, calibration };
+  const metrics = createMetrics();
+  const routes = publicRoutes(readModel, {
+    methodology: { releasedAt: METHODOLOGY_RELEASED_AT },
+    ...(deps.wsClients === undefined ? {} : { wsClients: deps.wsClients }),
+  });
+  const router = new Router([
+    ...routes,
+    metricsRoute(metrics, async () => {
+      const r = await readiness();
+      metrics.up.set({ dependency: "store" }, r.database ? 1 : 0);
+      metrics.up.set({ dependency: "nats" }, r.nats ? 1 : 0);
+      metrics.wsClients.set(deps.wsClients?.() ?? 0);
+    }),
+  ]);
+  const handle = createPipeline({
+    router,
+    clock,
+    ratePerMinute: config.rateLimitPerMin,
+    corsOrigins: config.corsOrigins,
+    onError: (e, req) => deps.log?.("error", "request failed", { path: req.path, error: e instanceof Error ? e.stack ?? e.message : String(e) }),
+    observe: (route, method, status, ms) =>
+      metrics.httpDuration.observe({ route: route ?? "unmatched", method, status: String(status) }, ms / 1000),
+  });
+  const server: UwsServer = await serveUws(handle, {
+    host: config.host,
+    port: config.port,
+    trustProxy: config.trustProxy,
+    onError: (e) => deps.log?.("error", "response failed", { error: e instanceof Error ? e.message : String(e) }),
+  });
+  return { port: server.port, metrics, routes, readModel, close: () => server.close() };
+}
