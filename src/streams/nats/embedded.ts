@@ -103,11 +103,11 @@ export async function startEmbeddedNats(storeDir: string, opts: { binary?: strin
     proc.once("exit", (code) => reject(new Error(`nats-server exited with code ${code}: ${stderr.trim()}`)));
   });
   failed.catch(() => {});
-  const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
+  const deadline = performance.now() + (opts.timeoutMs ?? 15_000);
   for (;;) {
     const up = await Promise.race([portOpen(port), failed]);
     if (up) break;
-    if (Date.now() > deadline) {
+    if (performance.now() > deadline) {
       proc.kill("SIGKILL");
       throw new Error(`nats-server did not accept connections on port ${port}: ${stderr.trim()}`);
     }
