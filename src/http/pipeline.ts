@@ -6,8 +6,12 @@ import { rateLimitHeaders, SlidingWindowLimiter } from "./rate-limit.ts";
 import type { Router } from "./router.ts";
 import type { HttpRequest, HttpResult } from "./types.ts";
 
-/** A request as the adapter copied it: everything but the matched path parameters and the request id. */
-export type RawRequest = Omit<HttpRequest, "params" | "requestId">;
+/**
+ * A request as the adapter copied it: everything but the matched path parameters and the request id. `refused` is
+ * set by a transport that refused the request before the pipeline (a body over the limit), so the answer still
+ * carries the request id, CORS and the ApiError shape.
+ */
+export type RawRequest = Omit<HttpRequest, "params" | "requestId"> & { readonly refused?: "payload_too_large" };
 
 export interface PipelineOptions {
   readonly router: Router;
@@ -52,6 +56,7 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Prom
     let routeTemplate: string | null = null;
     let result: HttpResult;
     try {
+      if (raw.refused === "payload_too_large") throw new ApiError("payload_too_large", "request bodies are limited to 16384 bytes");
       if (raw.method === "OPTIONS") {
         const pf = preflight(origins, raw.headers["origin"], raw.headers["access-control-request-headers"]);
         const match = opts.router.match("GET", raw.path) ?? opts.router.match("POST", raw.path);

@@ -16,6 +16,8 @@ const METHODOLOGY_RELEASED_AT = "2026-07-24T00:00:00.000Z";
 /** The 24-hour windows and calibration figures are aggregates over thousands of rows: cached briefly. */
 const WINDOWS_TTL_MS = 30_000;
 const CALIBRATION_TTL_MS = 5 * 60_000;
+/** Latest snapshots and alert ids are at most this old in API answers. */
+const SNAPSHOTS_TTL_MS = 1_000;
 
 export interface ApiDeps {
   readonly config: Config;
@@ -62,6 +64,25 @@ async function within<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
   }
 }
 
+/**
+ * The read model as the API serves it: snapshots and latest alert ids at most 1 s old (most requests read them; one
+ * query per second serves them all), 24-hour windows 30 s, calibration 5 minutes.
+ */
+export function withReadCaches(base: ReadModel): ReadModel {
+  const clock = base.clock;
+  const windows = cached(clock, WINDOWS_TTL_MS, (now) => base.windows24h(now));
+  const calibration = cached(clock, CALIBRATION_TTL_MS, (now) => base.calibration(now));
+  const snapshots = cached(clock, SNAPSHOTS_TTL_MS, () => base.snapshots());
+  const latestAlertIds = cached(clock, SNAPSHOTS_TTL_MS, () => base.latestAlertIds());
+  return {
+    ...base,
+    windows24h: windows,
+    calibration,
+    snapshots: () => snapshots(clock.now()),
+    latestAlertIds: () => latestAlertIds(clock.now()),
+  };
+}
+
 /** Builds the read model, the public routes and /metrics, and serves them on uWebSockets.js at HOST:PORT. */
 export async function startApi(deps: ApiDeps): Promise<Api> {
   const { config, catalog, clock, store } = deps;
@@ -80,9 +101,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
     };
   };
   const base = createStoreReadModel({ store, catalog, clock, config, readiness, pendingAlert: async (id) => deps.pendingAlert(id) });
-  const windows = cached(clock, WINDOWS_TTL_MS, (now) => base.windows24h(now));
-  const calibration = cached(clock, CALIBRATION_TTL_MS, (now) => base.calibration(now));
-  const readModel: ReadModel = { ...base, windows24h: windows, calibration };
+  const readModel = withReadCaches(base);
   const metrics = createMetrics();
   const routes = publicRoutes(readModel, {
     methodology: { releasedAt: METHODOLOGY_RELEASED_AT },

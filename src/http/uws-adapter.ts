@@ -6,6 +6,7 @@
  */
 import uws from "uWebSockets.js";
 import type { HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
+import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
 import type { HandledResult, RawRequest } from "./pipeline.ts";
 
@@ -100,14 +101,16 @@ export function serveUws(
       headers[k] = v;
     });
     const ip = clientIp(res, headers, opts.trustProxy);
-    const run = (body: Uint8Array | null) => {
-      handle({ method, path, query, headers, ip, body })
+    const run = (body: Uint8Array | null, refused?: "payload_too_large") => {
+      handle({ method, path, query, headers, ip, body, ...(refused === undefined ? {} : { refused }) })
         .then((r) => {
           if (!aborted) send(res, method, r);
         })
         .catch((e: unknown) => {
           opts.onError?.(e);
-          if (!aborted) send(res, method, { status: 500, headers: {}, json: { error: "internal", message: "internal error" } });
+          if (!aborted) {
+            send(res, method, { status: 500, headers: { "x-request-id": randomUUID() }, json: { error: "internal", message: "internal error" } });
+          }
         });
     };
     if (!BODY_METHODS.has(method)) return run(null);
@@ -119,13 +122,7 @@ export function serveUws(
       size += chunk.byteLength;
       if (size > MAX_BODY_BYTES) {
         refused = true;
-        if (!aborted) {
-          send(res, method, {
-            status: 413,
-            headers: {},
-            json: { error: "payload_too_large", message: `request bodies are limited to ${MAX_BODY_BYTES} bytes` },
-          });
-        }
+        run(null, "payload_too_large"); // answered by the pipeline: request id, CORS and the ApiError shape
         return;
       }
       chunks.push(Buffer.from(chunk.slice(0))); // the ArrayBuffer is only valid during this callback

@@ -19,13 +19,15 @@ import type { CatalogAsset } from "../../catalog/index.ts";
 import type { MinuteHistoryRow, RawHistoryRow } from "../../store/index.ts";
 import { buildAssetCard, buildAssetState } from "./asset-card.ts";
 import { activeAsset, cardContext, clamp } from "./common.ts";
-import { jsonResult, type DocumentedRoute } from "./spec.ts";
+import { JSON_TYPE, jsonResult, type DocumentedRoute } from "./spec.ts";
 
 /** How long the full card list is reused (interface part 8: "Asset list cache 5 seconds"), on the injected clock. */
 export const ASSET_LIST_TTL_MS = 5_000;
 
 export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
   let memo: { readonly at: number; readonly cards: Promise<AssetCardBody[]> } | null = null;
+  /** The serialised unfiltered list of the current memo: the common request is answered without JSON.stringify. */
+  let listText: { readonly at: number; readonly text: string } | null = null;
 
   async function buildCards(now: number): Promise<AssetCardBody[]> {
     const [snaps, windows] = await Promise.all([rm.snapshots(), rm.windows24h(now)]);
@@ -61,6 +63,10 @@ export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
       handler: async (req) => {
         const q = parseQuery(req.query, AssetListQuery);
         const { at, cards: all } = await cards();
+        if (q.class === undefined && q.peg === undefined) {
+          if (listText === null || listText.at !== at) listText = { at, text: JSON.stringify(listEnvelope(all, at)) };
+          return { status: 200, text: listText.text, contentType: JSON_TYPE };
+        }
         let data = all;
         if (q.class !== undefined) data = data.filter((c) => c.class === q.class);
         if (q.peg !== undefined) data = data.filter((c) => c.state === q.peg);

@@ -149,6 +149,7 @@ export function feedRoutes(rm: ReadModel, opts: FeedRouteOptions): DocumentedRou
   const methodology = methodologyStatus(opts.methodology);
   /** The last served feed: reused while its content is unchanged, so its bytes (and strong ETag) stay identical. */
   let feedMemo: { readonly content: string; readonly body: string; readonly etag: string } | null = null;
+  let feedInputs: { readonly at: number; readonly snaps: unknown; readonly latest: unknown } | null = null;
 
   return [
     {
@@ -230,12 +231,17 @@ export function feedRoutes(rm: ReadModel, opts: FeedRouteOptions): DocumentedRou
       handler: async (req): Promise<HttpResult> => {
         const now = rm.clock.now();
         const [snaps, latest] = await Promise.all([rm.snapshots(), rm.latestAlertIds()]);
-        const data = rm.catalog.active.map((a) => pegSignal(a, snaps.get(a.mint), latest.get(a.mint), now));
-        const content = JSON.stringify(data);
-        if (feedMemo === null || feedMemo.content !== content) {
-          const body = JSON.stringify(listEnvelope(data, now, { methodology: METHODOLOGY_VERSION }));
-          feedMemo = { content, body, etag: `"${createHash("sha256").update(body, "utf8").digest("hex")}"` };
+        // The same snapshot and alert maps within a second give the same signals: skip rebuilding them.
+        if (feedInputs === null || feedInputs.snaps !== snaps || feedInputs.latest !== latest || now - feedInputs.at >= 1_000 || now < feedInputs.at) {
+          const data = rm.catalog.active.map((a) => pegSignal(a, snaps.get(a.mint), latest.get(a.mint), now));
+          const content = JSON.stringify(data);
+          if (feedMemo === null || feedMemo.content !== content) {
+            const body = JSON.stringify(listEnvelope(data, now, { methodology: METHODOLOGY_VERSION }));
+            feedMemo = { content, body, etag: `"${createHash("sha256").update(body, "utf8").digest("hex")}"` };
+          }
+          feedInputs = { at: now, snaps, latest };
         }
+        if (feedMemo === null) throw new Error("unreachable: the feed memo is built above");
         const headers = { etag: feedMemo.etag, "cache-control": "no-cache" };
         if (ifNoneMatchHits(req.headers["if-none-match"], feedMemo.etag)) return { status: 304, headers };
         return { status: 200, headers, text: feedMemo.body, contentType: JSON_TYPE };
