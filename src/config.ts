@@ -83,6 +83,12 @@ export interface Config {
   readonly rateLimitPerMin: number;
   /** Take the client IP from `X-Forwarded-For` (only behind a trusted proxy). Default false. */
   readonly trustProxy: boolean;
+  /**
+   * Addresses of the trusted reverse proxies (TRUST_PROXY given as a list). Empty with `trustProxy` true means "the
+   * directly connected peer is the one trusted proxy". The client is the right-most X-Forwarded-For hop that is not a
+   * trusted proxy.
+   */
+  readonly trustedProxies: readonly string[];
   /** Lower-case hex commit of the running build, hashed into receipts; `""` when unknown. Default `""`. */
   readonly gitSha: string;
   /** Enables the methodology's intrinsic-liveness gate. Default false. */
@@ -120,7 +126,7 @@ export const CONFIG_VARIABLES = [
   { name: "TELEGRAM_BOT_TOKEN", default: null, secret: true, description: "Telegram bot token for the login widget and alert messages. Unset: both are disabled." },
   { name: "CORS_ORIGINS", default: "", secret: false, description: "Comma-separated browser origins allowed by CORS, e.g. https://app.example.com." },
   { name: "RATE_LIMIT_PER_MIN", default: "60", secret: false, description: "Public requests per minute per client IP, integer >= 1." },
-  { name: "TRUST_PROXY", default: "false", secret: false, description: "Read the client IP from X-Forwarded-For: true/false/1/0/yes/no." },
+  { name: "TRUST_PROXY", default: "false", secret: false, description: "Read the client IP from X-Forwarded-For: false (default), true (the connected peer is the one trusted proxy), or a comma-separated list of trusted proxy IP addresses." },
   { name: "GIT_SHA", default: "", secret: false, description: "Hex commit (7-40 digits) of the running build, hashed into receipts." },
   { name: "INTRINSIC_LIVENESS_GATE", default: "false", secret: false, description: "Enable the intrinsic-liveness gate: true/false/1/0/yes/no." },
   { name: "SUSTAINED_SECS", default: String(DEFAULT_SUSTAINED_SECS), secret: false, description: "Seconds a DRIFT-or-worse state must be held to count as sustained, integer >= 1." },
@@ -217,7 +223,10 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     },
     corsOrigins: read("CORS_ORIGINS", listOf(parseOrigin, "origins"), []),
     rateLimitPerMin: read("RATE_LIMIT_PER_MIN", integerIn(1, 1_000_000), 60),
-    trustProxy: read("TRUST_PROXY", parseBoolean, false),
+    ...(() => {
+      const t = read("TRUST_PROXY", parseTrustProxy, { trust: false, proxies: [] as readonly string[] });
+      return { trustProxy: t.trust, trustedProxies: t.proxies };
+    })(),
     gitSha: read("GIT_SHA", parseGitSha, ""),
     intrinsicLivenessGate: read("INTRINSIC_LIVENESS_GATE", parseBoolean, false),
     // Capped so the window in milliseconds still fits a timer (2^31 - 1 ms, about 24.8 days).
@@ -286,6 +295,17 @@ function parseBoolean(text: string): Parsed<boolean> {
   if (t === "true" || t === "1" || t === "yes") return ok(true);
   if (t === "false" || t === "0" || t === "no") return ok(false);
   return bad("expected a boolean: true, false, 1, 0, yes or no");
+}
+
+/** TRUST_PROXY: a boolean, or the list of trusted proxy addresses (which implies true). */
+function parseTrustProxy(text: string): Parsed<{ trust: boolean; proxies: readonly string[] }> {
+  const b = parseBoolean(text);
+  if (b.ok) return ok({ trust: b.value, proxies: [] });
+  const parts = text.split(",").map((p) => p.trim()).filter((p) => p !== "");
+  if (parts.length === 0 || parts.some((p) => isIP(p) === 0)) {
+    return bad("expected true, false, 1, 0, yes, no, or a comma-separated list of trusted proxy IP addresses");
+  }
+  return ok({ trust: true, proxies: parts });
 }
 
 function parseSpeed(text: string): Parsed<number> {

@@ -205,6 +205,11 @@ describe("parseConfig per variable", () => {
       expect(c.trustProxy, text).toBe(value);
       expect(c.intrinsicLivenessGate, text).toBe(value);
     }
+    const listed = parseConfig({ TRUST_PROXY: "10.0.0.2, 2001:db8::1" });
+    expect(listed.trustProxy).toBe(true);
+    expect(listed.trustedProxies).toEqual(["10.0.0.2", "2001:db8::1"]);
+    expect(parseConfig({}).trustedProxies).toEqual([]);
+    expect(issueNames({ TRUST_PROXY: "10.0.0.2,not-an-ip" })).toEqual(["TRUST_PROXY"]);
     for (const bad of ["on", "2", "y", "truthy"]) {
       expect(issueNames({ TRUST_PROXY: bad, INTRINSIC_LIVENESS_GATE: bad }), bad).toEqual([
         "TRUST_PROXY",

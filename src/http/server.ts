@@ -129,6 +129,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
     host: config.host,
     port: config.port,
     trustProxy: config.trustProxy,
+    trustedProxies: config.trustedProxies,
     onError: (e) => deps.log?.("error", "response failed", { error: e instanceof Error ? e.message : String(e) }),
   });
   return { port: server.port, metrics, routes, readModel, close: () => server.close() };

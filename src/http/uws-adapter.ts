@@ -36,17 +36,20 @@ function statusLine(status: number): string {
   return `${status} ${STATUS_CODES[status] ?? "Status"}`;
 }
 
-function clientIp(res: HttpResponse, headers: Record<string, string>, trustProxy: boolean): string {
-  if (trustProxy) {
-    const xff = headers["x-forwarded-for"];
-    if (xff !== undefined) {
-      // One trusted proxy in front: the address it appended (the right-most) is the client it saw.
-      const hops = xff.split(",").map((s) => s.trim()).filter(Boolean);
-      const last = hops[hops.length - 1];
-      if (last !== undefined && last.length <= 64) return last;
-    }
+/**
+ * The client address. Without a trusted proxy it is the socket's peer. Behind trusted proxies it is the right-most
+ * X-Forwarded-For hop that is not itself a trusted proxy (hops further left were written by the client and prove
+ * nothing). With `trustProxy` and no list, the connected peer is the one trusted proxy.
+ */
+export function clientAddress(peer: string, xff: string | undefined, trustProxy: boolean, trusted: ReadonlySet<string>): string {
+  if (!trustProxy || xff === undefined) return peer;
+  if (trusted.size > 0 && !trusted.has(peer)) return peer; // a direct client cannot speak for anyone else
+  const hops = xff.split(",").map((s) => s.trim()).filter((s) => s !== "" && s.length <= 64);
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = hops[i]!;
+    if (!trusted.has(hop)) return hop;
   }
-  return Buffer.from(res.getRemoteAddressAsText()).toString();
+  return hops[0] ?? peer;
 }
 
 function send(res: HttpResponse, method: string, r: HandledResult): void {
@@ -83,10 +86,11 @@ export interface UwsServer {
  */
 export function serveUws(
   handle: (req: RawRequest) => Promise<HandledResult>,
-  opts: { host: string; port: number; trustProxy: boolean; onError?: (e: unknown) => void },
+  opts: { host: string; port: number; trustProxy: boolean; trustedProxies?: readonly string[]; onError?: (e: unknown) => void },
 ): Promise<UwsServer> {
   if (!uwsIsNative()) return Promise.reject(new UwsFallbackError());
   const app = uws.App();
+  const trusted = new Set(opts.trustedProxies ?? []);
   app.any("/*", (res, req) => {
     let aborted = false;
     res.onAborted(() => {
@@ -100,7 +104,7 @@ export function serveUws(
     req.forEach((k, v) => {
       headers[k] = v;
     });
-    const ip = clientIp(res, headers, opts.trustProxy);
+    const ip = clientAddress(Buffer.from(res.getRemoteAddressAsText()).toString(), headers["x-forwarded-for"], opts.trustProxy, trusted);
     const run = (body: Uint8Array | null, refused?: "payload_too_large") => {
       handle({ method, path, query, headers, ip, body, ...(refused === undefined ? {} : { refused }) })
         .then((r) => {

@@ -152,3 +152,19 @@ describe("fallback refusal", () => {
     expect(r.status).toBe(3);
   });
 });
+
+describe("client address behind proxies", () => {
+  it("is the socket peer unless proxies are trusted, then the right-most untrusted X-Forwarded-For hop", async () => {
+    const { clientAddress } = await import("../../src/http/uws-adapter.ts");
+    const none = new Set<string>();
+    const proxies = new Set(["10.0.0.2", "10.0.0.3"]);
+    expect(clientAddress("203.0.113.9", "1.2.3.4", false, none)).toBe("203.0.113.9");
+    // TRUST_PROXY=true: the peer is the one proxy; its appended hop is the client.
+    expect(clientAddress("10.0.0.2", "6.6.6.6, 198.51.100.7", true, none)).toBe("198.51.100.7");
+    // A list: skip trusted hops from the right; spoofed hops further left are ignored.
+    expect(clientAddress("10.0.0.2", "6.6.6.6, 198.51.100.7, 10.0.0.3", true, proxies)).toBe("198.51.100.7");
+    // A peer that is not a trusted proxy cannot speak for anyone.
+    expect(clientAddress("203.0.113.9", "198.51.100.7", true, proxies)).toBe("203.0.113.9");
+    expect(clientAddress("10.0.0.2", undefined, true, proxies)).toBe("10.0.0.2");
+  });
+});
