@@ -2,7 +2,17 @@ import type { Catalog } from "../catalog/index.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { EpochMs, Receipt } from "../methodology/index.ts";
-import type { AlertRecord, HistoryQuery, MinuteHistoryRow, RawHistoryRow, SnapshotRow, StoredReceipt } from "../store/index.ts";
+import type {
+  AlertRecord,
+  AuditPageQuery,
+  CalibrationRow,
+  HistoryQuery,
+  MinuteHistoryRow,
+  RawHistoryRow,
+  SnapshotRow,
+  StatsRow,
+  StoredReceipt,
+} from "../store/index.ts";
 
 /** One asset's latest published snapshot as the API reads it (the store row plus what the cards need). */
 export interface SnapshotView extends SnapshotRow {
@@ -29,27 +39,12 @@ export interface StatsCounts {
   readonly alerts_24h: number;
   readonly transitions_by_state_24h: Readonly<Record<string, number>>;
   readonly last_sample_at: EpochMs | null;
-  readonly delivery: {
-    readonly attempts_24h: number;
-    readonly delivered_24h: number;
-    readonly failed_24h: number;
-    readonly dead_lettered_24h: number;
-    readonly success_rate_24h: number | null;
-    readonly p50_latency_ms_24h: number | null;
-    readonly p95_latency_ms_24h: number | null;
-    readonly pending: number;
-  };
+  /** As the store computes it (counts 0 and rates null until webhook deliveries exist). */
+  readonly delivery: StatsRow["delivery"];
 }
 
 /** Distribution of one asset's |discount| over the trailing 7 days of 1-minute rows (addendum A calibration). */
-export interface CalibrationFigures {
-  readonly mint: string;
-  readonly days_covered: number;
-  readonly p50_abs_bps_7d: number | null;
-  readonly p95_abs_bps_7d: number | null;
-  readonly p99_abs_bps_7d: number | null;
-  readonly transitions_7d: number;
-}
+export type CalibrationFigures = CalibrationRow;
 
 /** One row of the audit ledger (addendum A). */
 export interface AuditRow {
@@ -64,15 +59,7 @@ export interface AuditRow {
   readonly monitoring_only: boolean;
 }
 
-export interface AuditQuery {
-  readonly state?: string;
-  readonly mint?: string;
-  readonly from: EpochMs;
-  readonly to: EpochMs;
-  readonly limit: number;
-  /** Opaque cursor from a previous page (`next_before`). */
-  readonly before?: { readonly detected_at: EpochMs; readonly id: string };
-}
+export type AuditQuery = AuditPageQuery;
 
 export interface Readiness {
   readonly database: boolean;
