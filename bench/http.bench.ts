@@ -16,7 +16,7 @@
  * transport could reach.
  *
  * Env: BENCH_SECONDS (default 10), BENCH_WARMUP (3), BENCH_CONNECTIONS (64), BENCH_CPU_PROF=dir (profile the uWS
- * child with --cpu-prof into dir).
+ * child with --cpu-prof into dir), BENCH_PIN=0 (do not pin the server and wrk to separate cores).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -24,6 +24,15 @@ import { cpus, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
 
 type Kind = "uws" | "fastify";
+
+/**
+ * CPU pinning: on a 2-core machine, left to the scheduler, the server and wrk sometimes share one core and the
+ * numbers swing by 2x from run to run. With `taskset` (util-linux) and at least two cores, the server runs on core 0
+ * and wrk on core 1, every time. BENCH_PIN=0 turns it off.
+ */
+const PIN = process.env["BENCH_PIN"] !== "0" && cpus().length >= 2 && spawnSync("taskset", ["-c", "0", "true"]).status === 0;
+const pinned = (cpu: number, cmd: string, args: readonly string[]): [string, string[]] =>
+  PIN ? ["taskset", ["-c", String(cpu), cmd, ...args]] : [cmd, [...args]];
 const KINDS: readonly Kind[] = ["uws", "fastify"];
 const HOST = "127.0.0.1";
 
@@ -79,7 +88,8 @@ interface Server {
 function startServer(kind: Kind, profileDir: string | undefined): Promise<Server> {
   const self = fileURLToPath(import.meta.url);
   const flags = kind === "uws" && profileDir !== undefined ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
-  const child = spawn(process.execPath, [...process.execArgv, ...flags, self, "serve", kind], {
+  const [cmd, args] = pinned(0, process.execPath, [...process.execArgv, ...flags, self, "serve", kind]);
+  const child = spawn(cmd, args, {
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   return new Promise((resolve, reject) => {
@@ -173,10 +183,17 @@ function parseWrk(out: string): WrkResult {
   };
 }
 
+/** The run with the median requests/s (rounds are odd by default, so it is one real run, not an average). */
+function medianRun(runs: readonly WrkResult[]): WrkResult {
+  const sorted = [...runs].sort((a, b) => a.requestsPerSec - b.requestsPerSec);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
 function wrk(port: number, path: string, seconds: number, connections: number): Promise<string> {
   const args = ["-t1", `-c${connections}`, `-d${seconds}s`, "--latency", `http://${HOST}:${port}${path}`];
   return new Promise((resolve, reject) => {
-    const child = spawn("wrk", args, { stdio: ["ignore", "pipe", "inherit"] });
+    const [cmd, argv] = pinned(1, "wrk", args);
+    const child = spawn(cmd, argv, { stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
     child.once("error", reject);
@@ -221,6 +238,7 @@ async function main(): Promise<void> {
   const SECONDS = Number(process.env["BENCH_SECONDS"] ?? "10");
   const WARMUP = Number(process.env["BENCH_WARMUP"] ?? "3");
   const CONNECTIONS = Number(process.env["BENCH_CONNECTIONS"] ?? "64");
+  const ROUNDS = Math.max(1, Number(process.env["BENCH_ROUNDS"] ?? "3"));
   const profileDir = process.env["BENCH_CPU_PROF"];
   const ENDPOINTS = ["/v1/assets/USDC/state", "/v1/assets", "/v1/peg/feed"] as const;
 
@@ -235,6 +253,7 @@ async function main(): Promise<void> {
     readonly identicalBytes: boolean;
     readonly order: readonly Kind[];
     readonly results: Map<Kind, WrkResult>;
+    readonly runs: Map<Kind, WrkResult[]>;
   }
   const rows: Row[] = [];
   try {
@@ -250,17 +269,22 @@ async function main(): Promise<void> {
       if (!same) throw new Error(`uws and fastify serve different JSON for GET ${path} (generated_at aside)`);
       if (u.contentType !== f.contentType) throw new Error(`content-type differs for GET ${path}: uws ${u.contentType}, fastify ${f.contentType}`);
 
+      // Rounds interleave the servers (order alternating), so drift in the machine's speed hits both alike; each
+      // server's figures are the median round (by requests/s).
+      const runs = new Map<Kind, WrkResult[]>(KINDS.map((k) => [k, []]));
       const order: Kind[] = i % 2 === 0 ? ["uws", "fastify"] : ["fastify", "uws"];
-      const results = new Map<Kind, WrkResult>();
-      for (const kind of order) {
-        const port = server(kind).port;
-        if (WARMUP > 0) await wrk(port, path, WARMUP, CONNECTIONS);
-        const r = parseWrk(await wrk(port, path, SECONDS, CONNECTIONS));
-        if (r.errors !== null) throw new Error(`${kind} GET ${path}: ${r.errors}`);
-        results.set(kind, r);
-        console.log(`${path.padEnd(24)} ${kind.padEnd(8)} ${r.requestsPerSec.toFixed(0).padStart(8)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms`);
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const kind of round % 2 === 0 ? order : [...order].reverse()) {
+          const port = server(kind).port;
+          if (WARMUP > 0 && round === 0) await wrk(port, path, WARMUP, CONNECTIONS);
+          const r = parseWrk(await wrk(port, path, SECONDS, CONNECTIONS));
+          if (r.errors !== null) throw new Error(`${kind} GET ${path}: ${r.errors}`);
+          runs.get(kind)!.push(r);
+          console.log(`${path.padEnd(24)} ${kind.padEnd(8)} round ${round + 1}  ${r.requestsPerSec.toFixed(0).padStart(8)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms`);
+        }
       }
-      rows.push({ path, bodyBytes: Buffer.byteLength(u.body), identicalBytes: u.body === f.body, order, results });
+      const results = new Map<Kind, WrkResult>(KINDS.map((k) => [k, medianRun(runs.get(k)!)]));
+      rows.push({ path, bodyBytes: Buffer.byteLength(u.body), identicalBytes: u.body === f.body, order, results, runs });
     }
   } finally {
     for (const s of servers.values()) await stopServer(s);
@@ -297,6 +321,7 @@ async function main(): Promise<void> {
   const allOk = table.every((t) => t.rpsOk && t.p99Ok);
   const machine = `${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores visible, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}, ${process.platform}-${process.arch}`;
   const us = (x: number) => x.toFixed(0);
+  const rounds = (rs: readonly WrkResult[]) => rs.map((r) => fmt(r.requestsPerSec)).join(" / ");
   const section = `<!-- http:start -->
 ## HTTP: uWebSockets.js vs Fastify 5, same pipeline
 
@@ -304,7 +329,7 @@ Command: \`npm run bench:http\` (\`node --max-semi-space-size=64 --import tsx be
 Machine: ${machine}; ${wrkVersion}; Fastify ${fastifyVersion}. Measured ${new Date().toISOString().slice(0, 10)}.
 
 Topology: each server runs in its own Node process (same flags as the benchmark: \`--max-semi-space-size=64\`) on
-${HOST}; they take turns, so the one under test has one core and \`wrk\` (one thread) the other. Both serve the same
+${HOST}; they take turns, so the one under test has one core and \`wrk\` (one thread) the other${PIN ? " (pinned with `taskset`: server on core 0, wrk on core 1; unpinned, the scheduler sometimes puts both on one core and runs differ by 2x)" : " (not pinned: taskset unavailable or BENCH_PIN=0)"}. Both serve the same
 stack: the in-memory read model of the route tests (\`test/http/fixtures.ts\`, so no database time is measured),
 \`publicRoutes\`, the Router and \`createPipeline\` (request id, CORS, rate limiter at 1e9/min, routing, error shape).
 uWS is the production adapter (\`serveUws\`); Fastify (\`bench/fastify-server.ts\`, logger off) has one catch-all
@@ -312,12 +337,13 @@ route that builds the same \`RawRequest\` and replies with the pipeline's status
 same way. Before loading, each endpoint is fetched once from both: both 200 with the same JSON (generated_at
 removed)${rows.every((r) => r.identicalBytes) ? "; the bodies were in fact byte-identical" : ""}.
 
-wrk settings: per endpoint and server, ${WARMUP} s warm-up then \`wrk -t1 -c${CONNECTIONS} -d${SECONDS}s --latency\`; the servers' order
-alternates per endpoint (${rows.map((r) => `${r.order[0]} first`).join(" / ")}). Keep-alive connections, no pipelining.
+wrk settings: per endpoint and server, ${WARMUP} s warm-up, then ${ROUNDS} rounds of \`wrk -t1 -c${CONNECTIONS} -d${SECONDS}s --latency\`
+in which the two servers take turns (order reversed every round); each server's row is its median round by
+requests/s, and the ratio is the ratio of the medians. Keep-alive connections, no pipelining.
 
-| endpoint | body | uWS req/s | Fastify req/s | ratio | uWS p99 | Fastify p99 |
-|---|---:|---:|---:|---:|---:|---:|
-${table.map((t) => `| \`GET ${t.path}\` | ${fmt(t.row.bodyBytes)} B | ${fmt(t.u.requestsPerSec)} | ${fmt(t.f.requestsPerSec)} | ${t.ratio.toFixed(2)}x | ${ms(t.u.p99Ms)} ms | ${ms(t.f.p99Ms)} ms |`).join("\n")}
+| endpoint | body | uWS req/s | Fastify req/s | ratio | uWS p99 | Fastify p99 | uWS rounds | Fastify rounds |
+|---|---:|---:|---:|---:|---:|---:|---|---|
+${table.map((t) => `| \`GET ${t.path}\` | ${fmt(t.row.bodyBytes)} B | ${fmt(t.u.requestsPerSec)} | ${fmt(t.f.requestsPerSec)} | ${t.ratio.toFixed(2)}x | ${ms(t.u.p99Ms)} ms | ${ms(t.f.p99Ms)} ms | ${rounds(t.row.runs.get("uws")!)} | ${rounds(t.row.runs.get("fastify")!)} |`).join("\n")}
 
 Targets (issue): at least 2.5x Fastify's requests/s on each endpoint, and p99 no higher than Fastify's.
 ${allOk ? "**All targets met in this run.**" : "**Not all targets met in this run:**"}

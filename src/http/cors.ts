@@ -21,6 +21,14 @@ export function corsHeaders(origins: ReadonlySet<string>, origin: string | undef
   return { "access-control-allow-origin": origin, vary: "Origin", "access-control-expose-headers": EXPOSED_HEADERS };
 }
 
+/** Adds the CORS response headers for `origin` to `into` (nothing when the origin is absent or not allowed). */
+export function addCorsHeaders(into: Record<string, string>, origins: ReadonlySet<string>, origin: string | undefined): void {
+  if (origin === undefined || !origins.has(origin)) return;
+  into["access-control-allow-origin"] = origin;
+  into["vary"] = "Origin";
+  into["access-control-expose-headers"] = EXPOSED_HEADERS;
+}
+
 /** The answer to a preflight: 204 with the allowed methods and headers, or null when the origin is not allowed. */
 export function preflight(origins: ReadonlySet<string>, origin: string | undefined, requestedHeaders: string | undefined): Record<string, string> | null {
   if (origin === undefined || !origins.has(origin)) return null;

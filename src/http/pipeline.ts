@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../clock.ts";
-import { corsHeaders, preflight } from "./cors.ts";
+import { addCorsHeaders, preflight } from "./cors.ts";
 import { ApiError } from "./errors.ts";
-import { rateLimitHeaders, SlidingWindowLimiter } from "./rate-limit.ts";
+import { addRateLimitHeaders, rateLimitHeaders, SlidingWindowLimiter } from "./rate-limit.ts";
 import type { Router } from "./router.ts";
 import type { HttpRequest, HttpResult } from "./types.ts";
 
@@ -40,10 +40,11 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Prom
   const origins = new Set(opts.corsOrigins);
   const limiter = new SlidingWindowLimiter(opts.ratePerMinute);
   const buckets = new Map<string, SlidingWindowLimiter>();
+  const observe = opts.observe;
   let sweptAt = 0;
 
   return async (raw) => {
-    const started = performance.now();
+    const started = observe === undefined ? 0 : performance.now();
     const incoming = raw.headers["x-request-id"];
     const requestId = incoming !== undefined && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     const now = opts.clock.now();
@@ -52,7 +53,8 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Prom
       limiter.sweep(now);
       for (const b of buckets.values()) b.sweep(now);
     }
-    const base: Record<string, string> = { "x-request-id": requestId, ...corsHeaders(origins, raw.headers["origin"]) };
+    const headers: Record<string, string> = { "x-request-id": requestId };
+    addCorsHeaders(headers, origins, raw.headers["origin"]);
     let routeTemplate: string | null = null;
     let result: HttpResult;
     try {
@@ -68,7 +70,7 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Prom
         routeTemplate = route?.path ?? null;
         if (route !== null && route.unlimited !== true) {
           const d = limiter.take(raw.ip, now);
-          Object.assign(base, rateLimitHeaders(d));
+          addRateLimitHeaders(headers, d);
           if (!d.allowed) throw new ApiError("rate_limited", `more than ${d.limit} requests per minute from this address`, { headers: rateLimitHeaders(d) });
           if (route.bucket !== undefined) {
             let b = buckets.get(route.bucket.name);
@@ -76,12 +78,12 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Prom
             const bd = b.take(raw.ip, now);
             if (!bd.allowed) {
               const h = rateLimitHeaders(bd, route.bucket.name);
-              Object.assign(base, h);
+              Object.assign(headers, h);
               throw new ApiError("rate_limited", `more than ${bd.limit} ${route.bucket.name} requests per minute from this address`, { headers: h });
             }
           }
         }
-        result = await opts.router.handle({ ...raw, requestId });
+        result = await opts.router.run(match, { ...raw, requestId });
       }
     } catch (e) {
       if (e instanceof ApiError) {
@@ -91,7 +93,14 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Prom
         result = { status: 500, json: { error: "internal", message: "internal error; the request id identifies it in the logs" } };
       }
     }
-    opts.observe?.(routeTemplate, raw.method, result.status, performance.now() - started);
-    return { ...result, headers: { ...base, ...(result.headers ?? {}) } };
+    if (observe !== undefined) observe(routeTemplate, raw.method, result.status, performance.now() - started);
+    if (result.headers !== undefined) Object.assign(headers, result.headers);
+    return {
+      status: result.status,
+      headers,
+      ...(result.json === undefined ? {} : { json: result.json }),
+      ...(result.text === undefined ? {} : { text: result.text }),
+      ...(result.contentType === undefined ? {} : { contentType: result.contentType }),
+    };
   };
 }

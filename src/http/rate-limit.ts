@@ -83,16 +83,23 @@ export class SlidingWindowLimiter {
 
 /** The rate-limit response headers: IETF draft fields plus the widely used RateLimit-* and X-RateLimit-* ones. */
 export function rateLimitHeaders(d: RateDecision, policy = "default"): Record<string, string> {
-  const h: Record<string, string> = {
-    "ratelimit-limit": String(d.limit),
-    "ratelimit-remaining": String(d.remaining),
-    "ratelimit-reset": String(d.resetSecs),
-    "x-ratelimit-limit": String(d.limit),
-    "x-ratelimit-remaining": String(d.remaining),
-    "x-ratelimit-reset": String(d.resetSecs),
-    "ratelimit-policy": `"${policy}";q=${d.limit};w=60`,
-    ratelimit: `"${policy}";r=${d.remaining};t=${d.resetSecs}`,
-  };
-  if (!d.allowed) h["retry-after"] = String(d.retryAfterSecs);
+  const h: Record<string, string> = {};
+  addRateLimitHeaders(h, d, policy);
   return h;
+}
+
+/** Adds the rate-limit response headers of `d` to `into` (the hot path: no intermediate object). */
+export function addRateLimitHeaders(into: Record<string, string>, d: RateDecision, policy = "default"): void {
+  const limit = String(d.limit);
+  const remaining = String(d.remaining);
+  const reset = String(d.resetSecs);
+  into["ratelimit-limit"] = limit;
+  into["ratelimit-remaining"] = remaining;
+  into["ratelimit-reset"] = reset;
+  into["x-ratelimit-limit"] = limit;
+  into["x-ratelimit-remaining"] = remaining;
+  into["x-ratelimit-reset"] = reset;
+  into["ratelimit-policy"] = `"${policy}";q=${limit};w=60`;
+  into["ratelimit"] = `"${policy}";r=${remaining};t=${reset}`;
+  if (!d.allowed) into["retry-after"] = String(d.retryAfterSecs);
 }

@@ -43,9 +43,12 @@ function decodeSegment(s: string): string {
 /**
  * The route table. Literal segments win over parameters at the same position (`/v1/assets/by-mint/{mint}` before
  * `/v1/assets/{symbol}/...`). An unknown path is 404; a known path with another method is 405 with `Allow`.
+ * Routes are indexed by segment count and first segment, so a lookup compares a handful of candidates.
  */
 export class Router {
   readonly #routes: Compiled[] = [];
+  /** segment count -> first segment -> candidates, most literal first. */
+  #index = new Map<number, Map<string, Compiled[]>>();
 
   constructor(routes: readonly Route[] = []) {
     for (const r of routes) this.add(r);
@@ -58,6 +61,17 @@ export class Router {
     this.#routes.push(compile(route));
     // Most literal first, so a literal segment beats a parameter.
     this.#routes.sort((a, b) => score(b) - score(a));
+    const index = new Map<number, Map<string, Compiled[]>>();
+    for (const c of this.#routes) {
+      let byFirst = index.get(c.segments.length);
+      if (byFirst === undefined) index.set(c.segments.length, (byFirst = new Map()));
+      const first = c.segments[0];
+      const key = first === undefined || !("literal" in first) ? PARAM : first.literal;
+      let list = byFirst.get(key);
+      if (list === undefined) byFirst.set(key, (list = []));
+      list.push(c);
+    }
+    this.#index = index;
   }
 
   get routes(): readonly Route[] {
@@ -66,48 +80,59 @@ export class Router {
 
   /** Matches a raw (encoded) path. Returns the route, or the allowed methods when only the method is wrong. */
   match(method: string, rawPath: string): Match | { readonly allow: readonly string[] } | null {
-    const parts = rawPath.split("/").slice(1);
-    const allow = new Set<string>();
-    for (const c of this.#routes) {
-      if (c.segments.length !== parts.length) continue;
-      const params: Record<string, string> = {};
-      let hit = true;
-      for (let i = 0; i < parts.length; i++) {
-        const seg = c.segments[i]!;
-        const part = parts[i]!;
-        if ("literal" in seg) {
-          if (seg.literal !== part) {
-            hit = false;
-            break;
-          }
-        } else {
-          if (part === "") {
-            hit = false;
-            break;
-          }
-          params[seg.param] = part;
+    const parts = rawPath.split("/");
+    parts.shift();
+    const byFirst = this.#index.get(parts.length);
+    if (byFirst === undefined) return null;
+    const effective = method === "HEAD" ? "GET" : method;
+    let allow: Set<string> | null = null;
+    for (const list of [byFirst.get(parts[0] ?? ""), byFirst.get(PARAM)]) {
+      if (list === undefined) continue;
+      for (const c of list) {
+        const params = bind(c, parts);
+        if (params === null) continue;
+        if (c.route.method === effective) {
+          for (const k in params) params[k] = decodeSegment(params[k]!);
+          return { route: c.route, params };
         }
+        (allow ??= new Set()).add(c.route.method);
       }
-      if (!hit) continue;
-      const effective = method === "HEAD" ? "GET" : method;
-      if (c.route.method === effective) {
-        for (const k of Object.keys(params)) params[k] = decodeSegment(params[k]!);
-        return { route: c.route, params };
-      }
-      allow.add(c.route.method);
     }
-    return allow.size > 0 ? { allow: [...allow] } : null;
+    return allow === null ? null : { allow: [...allow] };
   }
 
-  /** Runs a request through the table (used by the adapter and by tests without sockets). */
+  /** Runs a request through the table (used by tests without sockets; the pipeline runs its own match). */
   async handle(req: Omit<HttpRequest, "params">): Promise<HttpResult> {
-    const m = this.match(req.method, req.path);
+    return this.run(this.match(req.method, req.path), req);
+  }
+
+  /** Runs a request against the result of `match`: 404 when nothing matched, 405 with `Allow` for another method. */
+  run(m: ReturnType<Router["match"]>, req: Omit<HttpRequest, "params">): Promise<HttpResult> | HttpResult {
     if (m === null) throw new ApiError("not_found", `no route for ${req.path.slice(0, 200)}`);
     if ("allow" in m) {
       throw new ApiError("method_not_allowed", `${req.method} is not allowed here`, { headers: { allow: [...m.allow, "OPTIONS"].join(", ") } });
     }
     return m.route.handler({ ...req, params: m.params });
   }
+}
+
+/** Index key of routes whose first segment is a parameter. */
+const PARAM = "\u0000{param}";
+
+/** The raw parameters of `parts` against one compiled route, or null when a literal differs or a parameter is empty. */
+function bind(c: Compiled, parts: readonly string[]): Record<string, string> | null {
+  let params: Record<string, string> | null = null;
+  for (let i = 0; i < parts.length; i++) {
+    const seg = c.segments[i]!;
+    const part = parts[i]!;
+    if ("literal" in seg) {
+      if (seg.literal !== part) return null;
+    } else {
+      if (part === "") return null;
+      (params ??= {})[seg.param] = part;
+    }
+  }
+  return params ?? {};
 }
 
 function score(c: Compiled): number {

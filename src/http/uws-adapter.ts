@@ -32,9 +32,16 @@ export function uwsIsNative(): boolean {
 
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
+const STATUS_LINES = new Map<number, string>();
 function statusLine(status: number): string {
-  return `${status} ${STATUS_CODES[status] ?? "Status"}`;
+  let line = STATUS_LINES.get(status);
+  if (line === undefined) STATUS_LINES.set(status, (line = `${status} ${STATUS_CODES[status] ?? "Status"}`));
+  return line;
 }
+
+/** Handlers only read the query; requests without one share this instance. */
+const NO_QUERY = new URLSearchParams();
+const JSON_CONTENT_TYPE = "application/json";
 
 /**
  * The client address. Without a trusted proxy it is the socket's peer. Behind trusted proxies it is the right-most
@@ -55,7 +62,8 @@ export function clientAddress(peer: string, xff: string | undefined, trustProxy:
 function send(res: HttpResponse, method: string, r: HandledResult): void {
   res.cork(() => {
     res.writeStatus(statusLine(r.status));
-    for (const [k, v] of Object.entries(r.headers)) res.writeHeader(k, v);
+    const headers = r.headers;
+    for (const k in headers) res.writeHeader(k, headers[k]!);
     if (r.status === 204 || r.status === 304) {
       res.endWithoutBody();
       return;
@@ -65,7 +73,7 @@ function send(res: HttpResponse, method: string, r: HandledResult): void {
       res.writeHeader("content-type", r.contentType ?? "text/plain; charset=utf-8");
       body = r.text;
     } else {
-      res.writeHeader("content-type", "application/json");
+      res.writeHeader("content-type", JSON_CONTENT_TYPE);
       body = JSON.stringify(r.json ?? null);
     }
     if (method === "HEAD") res.endWithoutBody(Buffer.byteLength(body));
@@ -99,12 +107,13 @@ export function serveUws(
     // Copy everything now: the uWS request object dies at the first await.
     const method = req.getCaseSensitiveMethod().toUpperCase();
     const path = req.getUrl();
-    const query = new URLSearchParams(req.getQuery() ?? "");
+    const rawQuery = req.getQuery();
+    const query = rawQuery === undefined || rawQuery === "" ? NO_QUERY : new URLSearchParams(rawQuery);
     const headers: Record<string, string> = {};
     req.forEach((k, v) => {
       headers[k] = v;
     });
-    const ip = clientAddress(Buffer.from(res.getRemoteAddressAsText()).toString(), headers["x-forwarded-for"], opts.trustProxy, trusted);
+    const ip = clientAddress(Buffer.from(res.getRemoteAddressAsText()).toString("latin1"), headers["x-forwarded-for"], opts.trustProxy, trusted);
     const run = (body: Uint8Array | null, refused?: "payload_too_large") => {
       handle({ method, path, query, headers, ip, body, ...(refused === undefined ? {} : { refused }) })
         .then((r) => {

@@ -106,7 +106,7 @@ export function harness(opts: { wsClients?: () => number } = {}): Harness {
       if (!(e instanceof ApiError)) throw e;
       result = { status: e.status, json: e.toBody(), ...(e.extra.headers === undefined ? {} : { headers: e.extra.headers }) };
     }
-    const text = result.text === undefined ? undefined : typeof result.text === "string" ? result.text : Buffer.from(result.text).toString("latin1");
+    const text = result.text === undefined ? undefined : typeof result.text === "string" ? result.text : Buffer.from(result.text).toString("utf8");
     const isJson = result.json !== undefined || (result.contentType ?? "").startsWith("application/json");
     const body = result.json !== undefined ? JSON.parse(JSON.stringify(result.json)) : isJson && text !== undefined ? JSON.parse(text) : undefined;
     const answer: Answer = { status: result.status, headers: result.headers ?? {}, body, text, contentType: result.contentType, result };

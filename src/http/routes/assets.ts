@@ -1,6 +1,6 @@
 /** Asset routes (interface 4.2): the card list, one card by symbol or mint, the state object and history. */
 import { ApiError, invalidQuery } from "../errors.ts";
-import type { ReadModel } from "../read-model.ts";
+import type { ReadModel, SnapshotView } from "../read-model.ts";
 import {
   AssetCard,
   AssetList,
@@ -17,7 +17,7 @@ import {
 import { listEnvelope, timestampToWire } from "../../wire/index.ts";
 import type { CatalogAsset } from "../../catalog/index.ts";
 import type { MinuteHistoryRow, RawHistoryRow } from "../../store/index.ts";
-import { buildAssetCard, buildAssetState } from "./asset-card.ts";
+import { buildAssetCard, buildAssetState, isStale } from "./asset-card.ts";
 import { activeAsset, cardContext, clamp } from "./common.ts";
 import { JSON_TYPE, jsonResult, type DocumentedRoute } from "./spec.ts";
 
@@ -26,8 +26,8 @@ export const ASSET_LIST_TTL_MS = 5_000;
 
 export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
   let memo: { readonly at: number; readonly cards: Promise<AssetCardBody[]> } | null = null;
-  /** The serialised unfiltered list of the current memo: the common request is answered without JSON.stringify. */
-  let listText: { readonly at: number; readonly text: string } | null = null;
+  /** The unfiltered list of the current memo as UTF-8 bytes: the common request is answered without serialising. */
+  let listText: { readonly at: number; readonly text: Buffer } | null = null;
 
   async function buildCards(now: number): Promise<AssetCardBody[]> {
     const [snaps, windows] = await Promise.all([rm.snapshots(), rm.windows24h(now)]);
@@ -54,6 +54,24 @@ export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
     return buildAssetCard(a, snaps.get(a.mint), windows.get(a.mint), cardContext(rm, now), true);
   }
 
+  /**
+   * The serialised state of a snapshot, fresh and stale-collapsed: the body depends only on the snapshot and on
+   * whether it is past the staleness horizon, so it is built once per snapshot, not once per request.
+   */
+  const stateMemo = new WeakMap<SnapshotView, { fresh?: string | null; stale?: string | null }>();
+  function stateText(a: CatalogAsset, snap: SnapshotView | undefined, now: number): string | null {
+    if (snap === undefined) return null;
+    let m = stateMemo.get(snap);
+    if (m === undefined) stateMemo.set(snap, (m = {}));
+    const key = isStale(snap, now) ? "stale" : "fresh";
+    let text = m[key];
+    if (text === undefined) {
+      const body = buildAssetState(a, snap, now);
+      m[key] = text = body === null ? null : JSON.stringify(body);
+    }
+    return text;
+  }
+
   const symbolParam = { symbol: PathParams.symbol };
 
   return [
@@ -64,7 +82,7 @@ export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
         const q = parseQuery(req.query, AssetListQuery);
         const { at, cards: all } = await cards();
         if (q.class === undefined && q.peg === undefined) {
-          if (listText === null || listText.at !== at) listText = { at, text: JSON.stringify(listEnvelope(all, at)) };
+          if (listText === null || listText.at !== at) listText = { at, text: Buffer.from(JSON.stringify(listEnvelope(all, at))) };
           return { status: 200, text: listText.text, contentType: JSON_TYPE };
         }
         let data = all;
@@ -118,10 +136,10 @@ export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
       path: "/v1/assets/{symbol}/state",
       handler: async (req) => {
         const a = activeAsset(rm, req.params["symbol"] ?? "");
-        const snaps = await rm.snapshots();
-        const body = buildAssetState(a, snaps.get(a.mint), rm.clock.now());
-        if (body === null) throw new ApiError("not_found", `no snapshot of ${a.symbol} yet`, { asset: a.symbol });
-        return jsonResult(200, body);
+        const snap = (await rm.snapshots()).get(a.mint);
+        const text = stateText(a, snap, rm.clock.now());
+        if (text === null) throw new ApiError("not_found", `no snapshot of ${a.symbol} yet`, { asset: a.symbol });
+        return { status: 200, text, contentType: JSON_TYPE };
       },
       spec: {
         summary: "Latest state of one asset",

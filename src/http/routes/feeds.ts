@@ -148,7 +148,7 @@ export function methodologyStatus(m: MethodologyOptions): MethodologyStatusBody 
 export function feedRoutes(rm: ReadModel, opts: FeedRouteOptions): DocumentedRoute[] {
   const methodology = methodologyStatus(opts.methodology);
   /** The last served feed: reused while its content is unchanged, so its bytes (and strong ETag) stay identical. */
-  let feedMemo: { readonly content: string; readonly body: string; readonly etag: string } | null = null;
+  let feedMemo: { readonly content: string; readonly body: Buffer; readonly etag: string } | null = null;
   let feedInputs: { readonly at: number; readonly snaps: unknown; readonly latest: unknown } | null = null;
 
   return [
@@ -236,8 +236,8 @@ export function feedRoutes(rm: ReadModel, opts: FeedRouteOptions): DocumentedRou
           const data = rm.catalog.active.map((a) => pegSignal(a, snaps.get(a.mint), latest.get(a.mint), now));
           const content = JSON.stringify(data);
           if (feedMemo === null || feedMemo.content !== content) {
-            const body = JSON.stringify(listEnvelope(data, now, { methodology: METHODOLOGY_VERSION }));
-            feedMemo = { content, body, etag: `"${createHash("sha256").update(body, "utf8").digest("hex")}"` };
+            const body = Buffer.from(JSON.stringify(listEnvelope(data, now, { methodology: METHODOLOGY_VERSION })));
+            feedMemo = { content, body, etag: `"${createHash("sha256").update(body).digest("hex")}"` };
           }
           feedInputs = { at: now, snaps, latest };
         }
