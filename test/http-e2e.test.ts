@@ -90,6 +90,8 @@ describe("the running service over HTTP", () => {
       `/v1/audit/${id}/replay-bundle`,
       "/v1/meta/webhook-ips",
       "/v1/meta/webhook-keys",
+      "/v1/machines/band",
+      "/v1/assets/USDC/machine",
     ];
     for (const p of paths) {
       const a = await call(p);
@@ -101,6 +103,19 @@ describe("the running service over HTTP", () => {
     expect(card).toMatchObject({ symbol: "USDC", anchor: "USD", calibration: "calibrated", risk_side: "below" });
     // Scenario time is March 2026: the snapshot is older than 15 minutes, so the API collapses it.
     expect(card).toMatchObject({ state: "UNKNOWN", state_reason: "stale_source" });
+  });
+
+  it("shows the engine's live actor through NATS request/reply", async () => {
+    const a = await call("/v1/assets/USDC/machine");
+    expect(a.status).toBe(200);
+    const v = a.body as { asset: string; mint: string; state: string; events: { type: string }[]; last_sample: { asset: string } };
+    expect(v).toMatchObject({ asset: "USDC", mint: USDC.mint });
+    expect(v.state).toBe(service.host.machineState("USDC"));
+    expect(v.events.length).toBeGreaterThan(0);
+    expect(v.events.length).toBeLessThanOrEqual(50);
+    expect(v.last_sample.asset).toBe("USDC");
+    const hylo = await call(`/v1/assets/${encodeURIComponent("hyloSOL+")}/machine`);
+    expect(hylo.status).toBe(200);
   });
 
   it("answers the documented errors", async () => {

@@ -20,6 +20,7 @@ import {
   type Trigger,
 } from "../methodology/index.ts";
 import { bandMachine, type BandEmitted } from "./band-machine.ts";
+import { EVENT_HISTORY, EventRing, machineView, type MachineView } from "./inspect.ts";
 import { assetStateFromJSON, assetStateToJSON, SnapshotFormatError, type AssetStateJSON } from "./persist.ts";
 
 /** What the host needs of a catalog asset (a CatalogAsset satisfies it). */
@@ -82,6 +83,8 @@ export interface ActorHostOptions {
   /** Hashed into every receipt ("" when unknown). */
   readonly gitSha: string;
   readonly step?: StepOptions;
+  /** Events kept per actor for inspection (default 50; 0 keeps none). */
+  readonly eventHistory?: number;
 }
 
 interface Slot {
@@ -90,6 +93,8 @@ interface Slot {
   lastSkip: SkipReason | null;
   /** The outbox last drained (by identity): each evaluation replaces it with a new array. */
   drained: readonly BandEmitted[] | null;
+  /** The most recent events, for inspection. */
+  readonly events: EventRing;
 }
 
 /**
@@ -102,6 +107,7 @@ export class ActorHost {
   readonly #clock: Clock;
   readonly #gitSha: string;
   readonly #step: StepOptions;
+  readonly #eventHistory: number;
   readonly #bySymbol = new Map<string, Slot>();
   readonly #byMint = new Map<string, Slot>();
   readonly #events = new Subject<HostEvent>();
@@ -114,10 +120,11 @@ export class ActorHost {
     this.#clock = options.clock;
     this.#gitSha = options.gitSha;
     this.#step = options.step ?? { intrinsicLivenessGate: false };
+    this.#eventHistory = options.eventHistory ?? EVENT_HISTORY;
     for (const asset of options.assets) {
       if (this.#bySymbol.has(asset.symbol)) throw new Error(`duplicate asset symbol ${asset.symbol}`);
       if (this.#byMint.has(asset.mint)) throw new Error(`duplicate asset mint ${asset.mint}`);
-      const slot: Slot = { asset, actor: this.#spawn(asset, undefined), lastSkip: null, drained: null };
+      const slot: Slot = { asset, actor: this.#spawn(asset, undefined), lastSkip: null, drained: null, events: new EventRing(this.#eventHistory) };
       this.#bySymbol.set(asset.symbol, slot);
       this.#byMint.set(asset.mint, slot);
       this.#wire(slot);
@@ -152,6 +159,14 @@ export class ActorHost {
   machineState(key: string): string | undefined {
     const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
     return slot === undefined ? undefined : String(slot.actor.getSnapshot().value);
+  }
+
+  /** The live view of one actor (by symbol or mint): state, band, candidate, deadline, last sample, recent events. */
+  inspect(key: string): MachineView | undefined {
+    const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
+    if (slot === undefined) return undefined;
+    const snapshot = slot.actor.getSnapshot();
+    return machineView(slot.asset, String(snapshot.value), snapshot.context.engine, slot.events.toArray());
   }
 
   /** The dwell deadline an asset's actor has armed, or null. */
@@ -203,7 +218,19 @@ export class ActorHost {
     slot.actor = this.#spawn(slot.asset, state);
     this.#wire(slot);
     slot.actor.start();
-    slot.actor.send({ type: "RESUME", now: this.#clock.now() });
+    const now = this.#clock.now();
+    slot.events.push({
+      type: "RESUME",
+      at: now,
+      result: "accepted",
+      skipReason: null,
+      state: state.published,
+      band: state.committed,
+      candidate: state.candidate,
+      discount: state.ewma,
+      transition: false,
+    });
+    slot.actor.send({ type: "RESUME", now });
   }
 
   /** Stops every actor (cancelling their timers) and completes `events$`. Idempotent. */
@@ -240,11 +267,35 @@ export class ActorHost {
     const { asset } = slot;
     {
       switch (e.type) {
-        case "skipped":
+        case "skipped": {
           slot.lastSkip = e.reason;
+          const engine = slot.actor.getSnapshot().context.engine;
+          slot.events.push({
+            type: "SAMPLE",
+            at: e.now,
+            result: "skipped",
+            skipReason: e.reason,
+            state: engine.published,
+            band: engine.committed,
+            candidate: engine.candidate,
+            discount: engine.ewma,
+            transition: false,
+          });
           return;
+        }
         case "decision": {
           const { inputs, computed } = e.decision;
+          slot.events.push({
+            type: inputs.trigger === "dwell_timer" ? "DWELL_DUE" : "SAMPLE",
+            at: inputs.now,
+            result: "accepted",
+            skipReason: null,
+            state: computed.final_state,
+            band: e.engine.committed,
+            candidate: e.engine.candidate,
+            discount: computed.discount_smooth,
+            transition: e.decision.transition,
+          });
           this.#events.next({
             kind: "state",
             asset: asset.symbol,

@@ -11,3 +11,13 @@ export {
   type TransitionEvent,
 } from "./host.ts";
 export { assetStateFromJSON, assetStateToJSON, SnapshotFormatError, type AssetStateJSON } from "./persist.ts";
+export {
+  bandMachineDefinition,
+  EVENT_HISTORY,
+  EventRing,
+  machineView,
+  mermaidOf,
+  type MachineEventView,
+  type MachineView,
+  type RecordedEvent,
+} from "./inspect.ts";

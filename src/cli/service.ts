@@ -13,6 +13,8 @@ import {
   ensureTopology,
   applyRecovery,
   readRecoveryStates,
+  requestMachineView,
+  serveMachineInspection,
   startBatchConsumer,
   startEmbeddedNats,
   TOPOLOGY,
@@ -155,6 +157,8 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       step: { intrinsicLivenessGate: config.intrinsicLivenessGate },
     });
     undo.push(async () => host.stop());
+    const inspection = serveMachineInspection(nc, host);
+    undo.push(async () => inspection.unsubscribe());
     const link = new EngineLink(host, nc, jetstream(nc), topology, { log });
     link.start();
     undo.push(() => link.close());
@@ -216,6 +220,14 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       natsAlive: () => nc.rtt().then(() => true),
       engineAlive: () => intakeOpen,
       pendingAlert: (id) => pending.has(id),
+      machine: async (mint) => {
+        try {
+          const view = await requestMachineView(nc, mint);
+          return view === null ? { kind: "unknown" } : { kind: "ok", view };
+        } catch (e) {
+          return { kind: "unavailable", reason: e instanceof Error ? e.message : String(e) };
+        }
+      },
       log,
     });
     undo.push(async () => api.close());
@@ -262,6 +274,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
           await step("drain actors and flush snapshots", () => link.close()); // 2-3
           await step("stop actors", () => {
             acked.unsubscribe();
+            inspection.unsubscribe();
             host.stop();
           });
           await step("stop retention", () => stopRetention());

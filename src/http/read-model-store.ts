@@ -14,7 +14,7 @@ import {
   windows24h,
   type Store,
 } from "../store/index.ts";
-import type { ReadModel, Readiness, SnapshotView } from "./read-model.ts";
+import type { MachineLookup, ReadModel, Readiness, SnapshotView } from "./read-model.ts";
 
 export interface StoreReadModelDeps {
   readonly store: Store;
@@ -27,6 +27,8 @@ export interface StoreReadModelDeps {
    */
   readonly pendingAlert?: (id: string) => Promise<boolean>;
   readonly readiness: () => Promise<Readiness>;
+  /** Asks the engine for one actor (over NATS in the service). Default: no engine. */
+  readonly machine?: (mint: string) => Promise<MachineLookup>;
 }
 
 export function createStoreReadModel(deps: StoreReadModelDeps): ReadModel {
@@ -55,6 +57,7 @@ export function createStoreReadModel(deps: StoreReadModelDeps): ReadModel {
     calibration: (now) => calibrationFigures(db, now),
     audit: (q) => auditPage(db, q),
     readiness: () => deps.readiness(),
+    machine: (mint) => (deps.machine ?? (() => Promise.resolve<MachineLookup>({ kind: "unavailable", reason: "no engine is connected" })))(mint),
     receipt: async (id) => (await store.receiptById(id))?.receipt,
   };
 }

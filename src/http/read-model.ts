@@ -1,3 +1,4 @@
+import type { MachineView } from "../actors/index.ts";
 import type { Catalog } from "../catalog/index.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
@@ -61,6 +62,12 @@ export interface AuditRow {
 
 export type AuditQuery = AuditPageQuery;
 
+/** A machine inspection: the view, an asset no engine runs, or no engine answered. */
+export type MachineLookup =
+  | { readonly kind: "ok"; readonly view: MachineView }
+  | { readonly kind: "unknown" }
+  | { readonly kind: "unavailable"; readonly reason: string };
+
 export interface Readiness {
   readonly database: boolean;
   readonly nats: boolean;
@@ -95,6 +102,8 @@ export interface ReadModel {
   calibration(now: EpochMs): Promise<readonly CalibrationFigures[]>;
   audit(q: AuditQuery): Promise<AuditRow[]>;
   readiness(): Promise<Readiness>;
+  /** The live band-machine actor of one asset, asked of the engine that runs it. */
+  machine(mint: string): Promise<MachineLookup>;
   /** Receipt as a Receipt object (convenience over receiptById). */
   receipt(id: string): Promise<Receipt | undefined>;
 }

@@ -6,7 +6,7 @@ import type { Store } from "../store/index.ts";
 import { createMetrics, metricsRoute, type Metrics } from "./metrics.ts";
 import { createPipeline } from "./pipeline.ts";
 import { createStoreReadModel } from "./read-model-store.ts";
-import type { ReadModel, Readiness } from "./read-model.ts";
+import type { MachineLookup, ReadModel, Readiness } from "./read-model.ts";
 import { Router } from "./router.ts";
 import { publicRoutes, type DocumentedRoute } from "./routes/index.ts";
 import { serveUws, type UwsServer } from "./uws-adapter.ts";
@@ -31,6 +31,8 @@ export interface ApiDeps {
   /** JetStream acknowledged this alert id and the store has not projected it yet. */
   readonly pendingAlert: (id: string) => boolean;
   readonly wsClients?: () => number;
+  /** Asks the engine for one asset's live actor (machine inspection). */
+  readonly machine?: (mint: string) => Promise<MachineLookup>;
   readonly log?: (level: "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -100,7 +102,15 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
       snapshot_age_secs: newest === null ? null : Math.max(0, Math.floor((clock.now() - newest) / 1000)),
     };
   };
-  const base = createStoreReadModel({ store, catalog, clock, config, readiness, pendingAlert: async (id) => deps.pendingAlert(id) });
+  const base = createStoreReadModel({
+    store,
+    catalog,
+    clock,
+    config,
+    readiness,
+    pendingAlert: async (id) => deps.pendingAlert(id),
+    ...(deps.machine === undefined ? {} : { machine: deps.machine }),
+  });
   const readModel = withReadCaches(base);
   const metrics = createMetrics();
   const routes = publicRoutes(readModel, {

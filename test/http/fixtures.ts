@@ -3,7 +3,7 @@
  * collateral-ratio asset, oracle annotations) and genuine receipts from running the real engine (ActorHost on a
  * SimulatedClock).
  */
-import { ActorHost, type TransitionEvent } from "../../src/actors/index.ts";
+import { ActorHost, type MachineView, type TransitionEvent } from "../../src/actors/index.ts";
 import { loadShippedCatalog, type CatalogAsset } from "../../src/catalog/index.ts";
 import { SimulatedClock } from "../../src/clock.ts";
 import { parseConfig } from "../../src/config.ts";
@@ -60,6 +60,30 @@ function sampleOf(symbol: string, ts: EpochMs, intrinsic: string, market: string
  * then left there. jitoSOL: par, then a 50 %
  * premium print (premium_sanity gate: UNKNOWN), then par again. Starts two hours before NOW.
  */
+/** A live actor view of USDC with a dwelling DEPEG candidate (what the engine answers to `peg.machine.<mint>`). */
+export function usdcMachineView(): MachineView {
+  const clock = new SimulatedClock(NOW - 10 * SEC);
+  const host = new ActorHost({ assets: [asset("USDC")], clock, gitSha: "" });
+  host.ingest(sampleOf("USDC", clock.now(), "1", "1"));
+  for (let i = 0; i < 5; i++) {
+    clock.increment(SEC);
+    host.ingest(sampleOf("USDC", clock.now(), "1", "0.97"));
+  }
+  host.ingest(sampleOf("USDC", clock.now(), "1", "0"));
+  const view = host.inspect("USDC")!;
+  host.stop();
+  return view;
+}
+
+/** Every active asset's actor as the engine would answer: cold, except USDC (dwelling, see usdcMachineView). */
+function machineViews(): Map<string, MachineView> {
+  const host = new ActorHost({ assets: catalog.active, clock: new SimulatedClock(NOW), gitSha: "" });
+  const views = new Map(catalog.active.map((a) => [a.mint, host.inspect(a.mint)!] as const));
+  host.stop();
+  views.set(asset("USDC").mint, usdcMachineView());
+  return views;
+}
+
 export function runEngine(start = NOW - 2 * HOUR): Receipt[] {
   const clock = new SimulatedClock(start);
   const host = new ActorHost({ assets: [asset("USDC"), asset("USDT"), asset("jitoSOL")], clock, gitSha: "" });
@@ -201,6 +225,8 @@ export interface FakeReadModel extends ReadModel {
   readonly clock: SimulatedClock;
   snapshotMap: Map<string, SnapshotView>;
   readinessState: Readiness;
+  /** What the engine answers per mint (absent: no engine runs it). Null: no engine answers at all. */
+  machines: Map<string, MachineView> | null;
   readonly receipts: Receipt[];
   readonly alertList: AlertRecord[];
   readonly stored: Map<string, StoredReceipt>;
@@ -232,6 +258,7 @@ export function fakeReadModel(): FakeReadModel {
     config: parseConfig({ WEBHOOK_IPS: "203.0.113.7,2001:db8::1" }),
     snapshotMap: snapshots(),
     readinessState: { database: true, nats: true, engine: true, snapshot_age_secs: 2 },
+    machines: machineViews(),
     receipts,
     alertList,
     stored,
@@ -323,6 +350,11 @@ export function fakeReadModel(): FakeReadModel {
       return rows.slice(0, q.limit);
     },
     readiness: async () => rm.readinessState,
+    machine: async (mint) => {
+      if (rm.machines === null) return { kind: "unavailable", reason: "no responders" };
+      const view = rm.machines.get(mint);
+      return view === undefined ? { kind: "unknown" } : { kind: "ok", view };
+    },
     receipt: async (id) => stored.get(id)?.receipt,
   };
   return rm;

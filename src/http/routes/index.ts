@@ -10,6 +10,7 @@ import { auditRoutes } from "./audit.ts";
 import { docsRoutes } from "./docs.ts";
 import { feedRoutes, type MethodologyOptions } from "./feeds.ts";
 import { healthRoutes } from "./health.ts";
+import { machineRoutes } from "./machines.ts";
 import { metaRoutes } from "./meta.ts";
 import type { DocumentedRoute } from "./spec.ts";
 
@@ -31,6 +32,7 @@ export function publicRoutes(rm: ReadModel, opts: PublicRoutesOptions): Document
     ...assetRoutes(rm),
     ...feedRoutes(rm, { methodology: opts.methodology, ...(wsClients === undefined ? {} : { wsClients }) }),
     ...auditRoutes(rm),
+    ...machineRoutes(rm),
     ...metaRoutes(rm, opts.webhookIpsUpdatedAt === undefined ? {} : { webhookIpsUpdatedAt: opts.webhookIpsUpdatedAt }),
   ];
   let doc: object | undefined;

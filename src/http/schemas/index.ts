@@ -5,3 +5,4 @@ export * from "./feeds.ts";
 export * from "./audit.ts";
 export * from "./meta.ts";
 export * from "./query.ts";
+export * from "./machines.ts";

@@ -7,3 +7,4 @@ export { startBatchConsumer, type BatchConsumer, type BatchConsumerOptions, type
 export { EngineLink, type AckedTransition, type EngineLinkOptions, type LogFn } from "./engine-link.ts";
 export { applyRecovery, readRecoveryStates, recoverActors, type RecoverySource, type RecoverySummary } from "./recovery.ts";
 export { sampleMessage, sampleMsgId, type SampleMessage } from "./messages.ts";
+export { InspectionUnavailableError, requestMachineView, serveMachineInspection } from "./inspect-service.ts";

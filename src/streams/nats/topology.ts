@@ -14,6 +14,8 @@ export const subjects = {
   sample: (mint: string) => `peg.sample.${mint}`,
   state: (mint: string) => `peg.state.${mint}`,
   transition: (mint: string) => `peg.transition.${mint}`,
+  /** Core request/reply: the engine answers with the live band-machine view of the asset. */
+  machine: (mint: string) => `peg.machine.${mint}`,
 };
 
 /** Dedupe horizon for `Nats-Msg-Id`: a re-published transition (same alert id) within it is dropped by the server. */
