@@ -220,6 +220,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       natsAlive: () => nc.rtt().then(() => true),
       engineAlive: () => intakeOpen,
       pendingAlert: (id) => pending.has(id),
+      nc,
       machine: async (mint) => {
         try {
           const view = await requestMachineView(nc, mint);
@@ -230,7 +231,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       },
       log,
     });
-    undo.push(async () => api.close());
+    undo.push(() => api.close());
     log("info", "http listening", { host: config.host, port: api.port });
     acked.add(link.acked$.subscribe((a) => api.metrics.transitions.inc({ to_state: a.receipt.to_state })));
 

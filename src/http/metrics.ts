@@ -8,6 +8,7 @@ export interface Metrics {
   readonly samples: Counter<"result">;
   readonly transitions: Counter<"to_state">;
   readonly wsClients: Gauge;
+  readonly wsBackpressureCloses: Counter;
   readonly up: Gauge<"dependency">;
 }
 
@@ -31,6 +32,11 @@ export function createMetrics(): Metrics {
       registers: [registry],
     }),
     wsClients: new Gauge({ name: "peg_oracle_websocket_clients", help: "Connected WebSocket clients", registers: [registry] }),
+    wsBackpressureCloses: new Counter({
+      name: "peg_oracle_websocket_backpressure_closes_total",
+      help: "WebSocket clients closed (1013) for more than 1 MiB of queued messages",
+      registers: [registry],
+    }),
     up: new Gauge({ name: "peg_oracle_dependency_up", help: "1 when a dependency (store, nats) answers, else 0", labelNames: ["dependency"], registers: [registry] }),
   };
 }

@@ -10,6 +10,11 @@ import type { MachineLookup, ReadModel, Readiness } from "./read-model.ts";
 import { Router } from "./router.ts";
 import { publicRoutes, type DocumentedRoute } from "./routes/index.ts";
 import { serveUws, type UwsServer } from "./uws-adapter.ts";
+import { WsHub } from "./ws/hub.ts";
+import { WS_LIMITS } from "./ws/protocol.ts";
+import { attachWs, uwsTransport } from "./ws/uws.ts";
+import { startLiveFeed, type LiveFeed } from "../streams/nats/index.ts";
+import type { NatsConnection } from "@nats-io/transport-node";
 
 /** When methodology 1.0.0 was released (the lifecycle registry of issue 7 will own this). */
 const METHODOLOGY_RELEASED_AT = "2026-07-24T00:00:00.000Z";
@@ -31,6 +36,8 @@ export interface ApiDeps {
   /** JetStream acknowledged this alert id and the store has not projected it yet. */
   readonly pendingAlert: (id: string) => boolean;
   readonly wsClients?: () => number;
+  /** The NATS connection the WebSocket stream is fed from (peg.state.>, PEG_TRANSITIONS); absent: no /v1/ws. */
+  readonly nc?: NatsConnection;
   /** Asks the engine for one asset's live actor (machine inspection). */
   readonly machine?: (mint: string) => Promise<MachineLookup>;
   readonly log?: (level: "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
@@ -41,7 +48,9 @@ export interface Api {
   readonly metrics: Metrics;
   readonly routes: readonly DocumentedRoute[];
   readonly readModel: ReadModel;
-  close(): void;
+  /** The WebSocket hub (null without NATS). */
+  readonly ws: WsHub | null;
+  close(): Promise<void>;
 }
 
 function cached<T>(clock: Clock, ttlMs: number, load: (now: number) => Promise<T>): (now: number) => Promise<T> {
@@ -113,9 +122,28 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
   });
   const readModel = withReadCaches(base);
   const metrics = createMetrics();
+  const transport = uwsTransport();
+  let hub: WsHub | null = null;
+  let feed: LiveFeed | null = null;
+  if (deps.nc !== undefined) {
+    hub = new WsHub({ catalog, clock, transport, onBackpressureClose: () => metrics.wsBackpressureCloses.inc() });
+    const h = hub;
+    const snaps = await base.snapshots().catch(() => new Map<string, never>());
+    h.seed([...snaps.values()].map((s) => ({ mint: s.mint, state: s.state, discount: s.discount, at: s.updated_at })));
+    feed = await startLiveFeed(deps.nc, h, {
+      windowMs: WS_LIMITS.replayWindowMs,
+      now: Date.now,
+      log: (level, msg, fields) => {
+        if (level === "warn" || level === "error") deps.log?.(level, msg, fields);
+      },
+    });
+    await feed.ready;
+    h.start();
+  }
+  const wsClients = deps.wsClients ?? (hub === null ? undefined : () => hub.stats.clients);
   const routes = publicRoutes(readModel, {
     methodology: { releasedAt: METHODOLOGY_RELEASED_AT },
-    ...(deps.wsClients === undefined ? {} : { wsClients: deps.wsClients }),
+    ...(wsClients === undefined ? {} : { wsClients }),
   });
   const router = new Router([
     ...routes,
@@ -123,7 +151,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
       const r = await readiness();
       metrics.up.set({ dependency: "store" }, r.database ? 1 : 0);
       metrics.up.set({ dependency: "nats" }, r.nats ? 1 : 0);
-      metrics.wsClients.set(deps.wsClients?.() ?? 0);
+      metrics.wsClients.set(wsClients?.() ?? 0);
     }),
   ]);
   const handle = createPipeline({
@@ -141,6 +169,21 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
     trustProxy: config.trustProxy,
     trustedProxies: config.trustedProxies,
     onError: (e) => deps.log?.("error", "response failed", { error: e instanceof Error ? e.message : String(e) }),
+    configure: (app) => {
+      transport.bind(app);
+      if (hub !== null) attachWs(app, hub, { trustProxy: config.trustProxy, trustedProxies: config.trustedProxies });
+    },
   });
-  return { port: server.port, metrics, routes, readModel, close: () => server.close() };
+  return {
+    port: server.port,
+    metrics,
+    routes,
+    readModel,
+    ws: hub,
+    close: async () => {
+      server.close();
+      hub?.stop();
+      await feed?.stop();
+    },
+  };
 }

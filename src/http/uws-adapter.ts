@@ -94,10 +94,19 @@ export interface UwsServer {
  */
 export function serveUws(
   handle: (req: RawRequest) => Promise<HandledResult>,
-  opts: { host: string; port: number; trustProxy: boolean; trustedProxies?: readonly string[]; onError?: (e: unknown) => void },
+  opts: {
+    host: string;
+    port: number;
+    trustProxy: boolean;
+    trustedProxies?: readonly string[];
+    onError?: (e: unknown) => void;
+    /** Registers routes that take precedence over the pipeline (WebSocket, static files), before the catch-all. */
+    configure?: (app: TemplatedApp) => void;
+  },
 ): Promise<UwsServer> {
   if (!uwsIsNative()) return Promise.reject(new UwsFallbackError());
   const app = uws.App();
+  opts.configure?.(app);
   const trusted = new Set(opts.trustedProxies ?? []);
   app.any("/*", (res, req) => {
     let aborted = false;

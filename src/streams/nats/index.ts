@@ -8,3 +8,4 @@ export { EngineLink, type AckedTransition, type EngineLinkOptions, type LogFn } 
 export { applyRecovery, readRecoveryStates, recoverActors, type RecoverySource, type RecoverySummary } from "./recovery.ts";
 export { sampleMessage, sampleMsgId, type SampleMessage } from "./messages.ts";
 export { InspectionUnavailableError, requestMachineView, serveMachineInspection } from "./inspect-service.ts";
+export { startLiveFeed, type LiveFeed, type LiveSink } from "./live-feed.ts";

@@ -1,0 +1,80 @@
+/**
+ * `/v1/ws` on uWebSockets.js: the hub's topics are uWS pub/sub topics (fan-out in native code). The socket rules:
+ * the upgrade copies what it needs synchronously; nothing is sent on a closed socket; queued bytes are capped (the
+ * hub closes a client above 1 MiB with 1013; uWS's own cap sits 64 KiB higher so the close frame still fits).
+ */
+import uws from "uWebSockets.js";
+import type { TemplatedApp, WebSocket } from "uWebSockets.js";
+import { clientAddress } from "../uws-adapter.ts";
+import type { WsConnection, WsHub, WsSession, WsTransport } from "./hub.ts";
+import { WS_LIMITS } from "./protocol.ts";
+
+interface UserData {
+  readonly ip: string;
+  session: WsSession | null;
+  closed: boolean;
+}
+
+export const WS_PATH = "/v1/ws";
+
+/** A transport whose `publish` reaches the app once `attachWs` has bound it. */
+export function uwsTransport(): WsTransport & { bind(app: TemplatedApp): void } {
+  let app: TemplatedApp | null = null;
+  return {
+    bind: (a) => (app = a),
+    publish: (topic, text) => {
+      app?.publish(topic, text, false);
+    },
+  };
+}
+
+function connection(ws: WebSocket<UserData>): WsConnection {
+  const data = ws.getUserData();
+  return {
+    send: (text) => {
+      if (!data.closed) ws.send(text, false);
+    },
+    subscribe: (topic) => {
+      if (!data.closed) ws.subscribe(topic);
+    },
+    unsubscribe: (topic) => {
+      if (!data.closed) ws.unsubscribe(topic);
+    },
+    end: (code, reason) => {
+      if (!data.closed) ws.end(code, reason);
+    },
+    bufferedAmount: () => (data.closed ? 0 : ws.getBufferedAmount()),
+  };
+}
+
+/** Registers the WebSocket route on `app` (before the catch-all HTTP route). */
+export function attachWs(app: TemplatedApp, hub: WsHub, opts: { trustProxy: boolean; trustedProxies?: readonly string[] }): void {
+  const trusted = new Set(opts.trustedProxies ?? []);
+  app.ws<UserData>(WS_PATH, {
+    compression: uws.DISABLED,
+    maxPayloadLength: WS_LIMITS.maxPayloadBytes,
+    idleTimeout: WS_LIMITS.idleTimeoutSecs,
+    sendPingsAutomatically: true,
+    maxBackpressure: WS_LIMITS.backpressureBytes + 64 * 1024,
+    upgrade: (res, req, context) => {
+      const xff = req.getHeader("x-forwarded-for");
+      const ip = clientAddress(Buffer.from(res.getRemoteAddressAsText()).toString("latin1"), xff === "" ? undefined : xff, opts.trustProxy, trusted);
+      const data: UserData = { ip, session: null, closed: false };
+      res.upgrade(data, req.getHeader("sec-websocket-key"), req.getHeader("sec-websocket-protocol"), req.getHeader("sec-websocket-extensions"), context);
+    },
+    open: (ws) => {
+      const data = ws.getUserData();
+      data.session = hub.connect(connection(ws), data.ip);
+    },
+    message: (ws, message, isBinary) => {
+      const data = ws.getUserData();
+      if (data.session === null || data.closed) return;
+      hub.message(data.session, isBinary ? null : Buffer.from(message).toString("utf8"));
+    },
+    close: (ws) => {
+      const data = ws.getUserData();
+      data.closed = true;
+      if (data.session !== null) hub.disconnect(data.session);
+    },
+  });
+}
