@@ -28,6 +28,14 @@ export default tseslint.config(
     },
   },
   {
+    // The dashboard: browser ES modules served as they are (no build step).
+    files: ["public/**/*.js"],
+    languageOptions: {
+      sourceType: "module",
+      globals: { window: "readonly", document: "readonly", location: "readonly", history: "readonly", URLSearchParams: "readonly" },
+    },
+  },
+  {
     files: ["**/*.cjs"],
     languageOptions: { sourceType: "commonjs", globals: { module: "writable", require: "readonly" } },
   },

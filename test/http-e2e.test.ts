@@ -118,6 +118,25 @@ describe("the running service over HTTP", () => {
     expect(hylo.status).toBe(200);
   });
 
+  it("serves the dashboard's static files with a strict CSP, ETags and request ids", async () => {
+    for (const [path, type] of [["/", "text/html"], ["/asset.html", "text/html"], ["/receipt.html", "text/html"], ["/static/app.css", "text/css"], ["/static/index.js", "text/javascript"]] as const) {
+      const res = await fetch(base + path);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("content-type"), path).toContain(type);
+      expect(res.headers.get("content-security-policy"), path).toContain("script-src 'self'");
+      expect(res.headers.get("x-request-id"), path).toBeTruthy();
+      const again = await fetch(base + path, { headers: { "if-none-match": res.headers.get("etag")! } });
+      expect(again.status, path).toBe(304);
+    }
+    const html = await (await fetch(base + "/")).text();
+    expect(html).not.toMatch(/https?:\/\//); // nothing from a CDN
+    expect((await fetch(base + "/static/../package.json")).status).toBe(404);
+    expect((await fetch(base + "/static/jcs.d.ts")).status).toBe(404);
+    const ws = await call("/v1/ws");
+    expect(ws.status).toBe(426);
+    expect((ws.body as { error: string }).error).toBe("upgrade_required");
+  });
+
   it("answers the documented errors", async () => {
     expect((await call("/v1/assets/usdc")).status).toBe(404);
     expect(((await call("/v1/assets/usdc")).body as { asset: string }).asset).toBe("usdc");

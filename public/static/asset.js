@@ -1,6 +1,5 @@
 // Asset page (/asset.html?symbol=SYM): the card, the band machine diagram with its dwell countdown, the machine
 // inspector and last events (refreshed every 2 s and on every stream message for the asset), recent transitions.
-/* global document, location, window, URLSearchParams */
 
 import { ApiError, errorText, getJson } from "./api.js";
 import { badge, byId, el, receiptLink, replace, showConnection, showError } from "./dom.js";

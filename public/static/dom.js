@@ -1,5 +1,4 @@
 // Small DOM helpers for the page modules. Touches `document` only when called, never at import time.
-/* global document */
 
 import { assetHref, displayState, receiptHref } from "./format.js";
 

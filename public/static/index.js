@@ -1,5 +1,4 @@
 // Live overview page (/): the asset table, filters, the transition feed and the connection indicator.
-/* global document, location, history, window, URLSearchParams */
 
 import { errorText, getJson } from "./api.js";
 import { assetLink, badge, byId, el, receiptLink, replace, showConnection, showError } from "./dom.js";

@@ -1,6 +1,5 @@
 // Receipt page (/receipt.html?id=ALERT_ID): shows /v1/audit/{id}/detail and re-derives its hash in the browser
 // (RFC 8785 JCS + WebCrypto SHA-256, methodology section 8). 202 = pending: retried after Retry-After.
-/* global document, location, window, URLSearchParams */
 
 import { ApiError, errorText, getJson } from "./api.js";
 import { assetLink, badge, byId, el, replace, showError } from "./dom.js";

@@ -21,6 +21,7 @@ export const ERROR_STATUS = {
   conflict: 409,
   gone: 410,
   payload_too_large: 413,
+  upgrade_required: 426,
   unsupported_media_type: 415,
   rate_limited: 429,
   internal: 500,

@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { sql } from "kysely";
 import type { Catalog } from "../catalog/index.ts";
 import type { Clock } from "../clock.ts";
@@ -10,6 +11,8 @@ import type { MachineLookup, ReadModel, Readiness } from "./read-model.ts";
 import { Router } from "./router.ts";
 import { publicRoutes, type DocumentedRoute } from "./routes/index.ts";
 import { serveUws, type UwsServer } from "./uws-adapter.ts";
+import { loadStaticFiles } from "./static.ts";
+import { attachStatic } from "./static-uws.ts";
 import { WsHub } from "./ws/hub.ts";
 import { WS_LIMITS } from "./ws/protocol.ts";
 import { attachWs, uwsTransport } from "./ws/uws.ts";
@@ -122,6 +125,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
   });
   const readModel = withReadCaches(base);
   const metrics = createMetrics();
+  const staticFiles = loadStaticFiles(fileURLToPath(new URL("../../public/", import.meta.url)));
   const transport = uwsTransport();
   let hub: WsHub | null = null;
   let feed: LiveFeed | null = null;
@@ -171,6 +175,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
     onError: (e) => deps.log?.("error", "response failed", { error: e instanceof Error ? e.message : String(e) }),
     configure: (app) => {
       transport.bind(app);
+      attachStatic(app, staticFiles);
       if (hub !== null) attachWs(app, hub, { trustProxy: config.trustProxy, trustedProxies: config.trustedProxies });
     },
   });

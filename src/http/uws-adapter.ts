@@ -59,7 +59,8 @@ export function clientAddress(peer: string, xff: string | undefined, trustProxy:
   return hops[0] ?? peer;
 }
 
-function send(res: HttpResponse, method: string, r: HandledResult): void {
+/** Writes a result: status, headers, then the body (none for 204/304 and HEAD), all inside one cork. */
+export function send(res: HttpResponse, method: string, r: HandledResult): void {
   res.cork(() => {
     res.writeStatus(statusLine(r.status));
     const headers = r.headers;

@@ -11,6 +11,7 @@ import { docsRoutes } from "./docs.ts";
 import { feedRoutes, type MethodologyOptions } from "./feeds.ts";
 import { healthRoutes } from "./health.ts";
 import { machineRoutes } from "./machines.ts";
+import { streamRoutes } from "./stream.ts";
 import { metaRoutes } from "./meta.ts";
 import type { DocumentedRoute } from "./spec.ts";
 
@@ -33,6 +34,7 @@ export function publicRoutes(rm: ReadModel, opts: PublicRoutesOptions): Document
     ...feedRoutes(rm, { methodology: opts.methodology, ...(wsClients === undefined ? {} : { wsClients }) }),
     ...auditRoutes(rm),
     ...machineRoutes(rm),
+    ...streamRoutes(),
     ...metaRoutes(rm, opts.webhookIpsUpdatedAt === undefined ? {} : { webhookIpsUpdatedAt: opts.webhookIpsUpdatedAt }),
   ];
   let doc: object | undefined;
