@@ -118,7 +118,7 @@ export const CONFIG_VARIABLES = [
   { name: "DATA_DIR", default: "./data", secret: false, description: "Directory for local state (embedded database and NATS store)." },
   { name: "DATABASE_URL", default: null, secret: false, description: "postgres:// or postgresql:// URL. Unset: embedded PGlite in DATA_DIR/pg." },
   { name: "NATS_URL", default: null, secret: false, description: "nats:// or tls:// URL, or a comma-separated list. Unset: the service starts its own nats-server with its store in DATA_DIR/nats." },
-  { name: "FEED", default: "sim", secret: false, description: "Sample source: sim (simulated market), live, or scenario:<name> (replay scenarios/<name>.jsonl)." },
+  { name: "FEED", default: "sim", secret: false, description: "Sample source: sim (simulated market), live, scenario:<name> (replay scenarios/<name>.jsonl) or scenario:<path/to/file.jsonl>." },
   { name: "SIM_SEED", default: "1", secret: false, description: "Seed of the simulated market (FEED=sim), integer 0-4294967295: the same seed gives the same market." },
   { name: "SIM_INCIDENT_EVERY_MS", default: "600000", secret: false, description: "Mean milliseconds between simulated incidents (FEED=sim), integer >= 0; 0 disables incidents." },
   { name: "SCENARIO_SPEED", default: "1", secret: false, description: "Speed multiplier of a scenario feed's clock, a positive decimal." },
@@ -333,7 +333,9 @@ function parseFeed(text: string): Parsed<FeedConfig> {
   const name = text.startsWith("scenario:") ? text.slice("scenario:".length) : null;
   // The name becomes a file name under scenarios/, so dots-only names (".", "..") are refused with the charset check.
   if (name !== null && /^[A-Za-z0-9_.-]{1,100}$/.test(name) && !/^\.+$/.test(name)) return ok({ kind: "scenario", name });
-  return bad("expected sim, live or scenario:<name> (name of letters, digits, _ . -)");
+  // Or a scenario file of one's own: a path (with a slash) to a .jsonl file.
+  if (name !== null && name.includes("/") && name.endsWith(".jsonl") && name.length <= 4096 && !name.includes("\0")) return ok({ kind: "scenario", name });
+  return bad("expected sim, live, scenario:<name> (name of letters, digits, _ . -) or scenario:<path/to/file.jsonl>");
 }
 
 function parseLogLevel(text: string): Parsed<LogLevel> {
