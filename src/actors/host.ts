@@ -1,5 +1,5 @@
 import { Subject, type Observable } from "rxjs";
-import { createActor, type Actor } from "xstate";
+import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
 import type { Clock } from "../clock.ts";
 import {
   METHODOLOGY_VERSION,
@@ -85,6 +85,8 @@ export interface ActorHostOptions {
   readonly step?: StepOptions;
   /** Events kept per actor for inspection (default 50; 0 keeps none). */
   readonly eventHistory?: number;
+  /** XState inspection (e.g. @statelyai/inspect's WebSocket inspector): every actor reports to it. */
+  readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
 }
 
 interface Slot {
@@ -108,6 +110,7 @@ export class ActorHost {
   readonly #gitSha: string;
   readonly #step: StepOptions;
   readonly #eventHistory: number;
+  readonly #inspect: ActorHostOptions["inspect"];
   readonly #bySymbol = new Map<string, Slot>();
   readonly #byMint = new Map<string, Slot>();
   readonly #events = new Subject<HostEvent>();
@@ -121,6 +124,7 @@ export class ActorHost {
     this.#gitSha = options.gitSha;
     this.#step = options.step ?? { intrinsicLivenessGate: false };
     this.#eventHistory = options.eventHistory ?? EVENT_HISTORY;
+    this.#inspect = options.inspect;
     for (const asset of options.assets) {
       if (this.#bySymbol.has(asset.symbol)) throw new Error(`duplicate asset symbol ${asset.symbol}`);
       if (this.#byMint.has(asset.mint)) throw new Error(`duplicate asset mint ${asset.mint}`);
@@ -249,7 +253,8 @@ export class ActorHost {
       options: this.#step,
       ...(engine === undefined ? {} : { engine }),
     };
-    return createActor(bandMachine, { input, clock: this.#clock });
+    // Options only when set: XState treats a present-but-undefined option differently from an absent one.
+    return createActor(bandMachine, this.#inspect === undefined ? { input, clock: this.#clock } : { input, clock: this.#clock, inspect: this.#inspect });
   }
 
   /** Drains each new outbox the actor publishes, in order, synchronously (inside `ingest` or the timer callback). */

@@ -2,6 +2,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { merge, share, type Observable, type Subscription } from "rxjs";
 import { ActorHost } from "../actors/index.ts";
+import { statelyInspector } from "./inspect.ts";
 import type { Catalog } from "../catalog/index.ts";
 import { ScaledClock, systemClock, type Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
@@ -150,11 +151,17 @@ export async function startService(config: Config, catalog: Catalog, io: Service
     if ("error" in chosen) throw new Error(chosen.error);
     const clock = chosen.clock;
 
+    const inspector = config.inspectPort === null ? null : statelyInspector(config.inspectPort);
+    if (inspector !== null) {
+      undo.push(async () => inspector.stop());
+      log("info", "actors stream to the Stately inspector bridge", { url: `ws://127.0.0.1:${config.inspectPort}` });
+    }
     const host = new ActorHost({
       assets: catalog.active,
       clock,
       gitSha: config.gitSha,
       step: { intrinsicLivenessGate: config.intrinsicLivenessGate },
+      ...(inspector === null ? {} : { inspect: inspector.inspect }),
     });
     undo.push(async () => host.stop());
     const inspection = serveMachineInspection(nc, host);
@@ -283,6 +290,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
           await step("drain NATS", () => nc.drain().catch(() => nc.close()));
           await step("close the store", () => store.close()); // 5
           await step("stop nats-server", () => embedded?.stop()); // 6
+          await step("stop the inspector", () => inspector?.stop());
           if (failure !== null) throw failure;
         })()),
     };
