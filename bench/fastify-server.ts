@@ -10,7 +10,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { AddressInfo } from "node:net";
-import type { HandledResult, RawRequest } from "../src/http/pipeline.ts";
+import type { Handled, HandledResult, RawRequest } from "../src/http/pipeline.ts";
 import { MAX_BODY_BYTES } from "../src/http/uws-adapter.ts";
 
 const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
@@ -52,7 +52,7 @@ function reply(res: FastifyReply, method: string, r: HandledResult): FastifyRepl
 
 /** Serves `handle` (the pipeline) on Fastify 5 at host:port (port 0 picks a free one). */
 export async function serveFastify(
-  handle: (req: RawRequest) => Promise<HandledResult>,
+  handle: (req: RawRequest) => Handled,
   opts: { host: string; port: number; onError?: (e: unknown) => void },
 ): Promise<FastifyBenchServer> {
   const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, trustProxy: false });

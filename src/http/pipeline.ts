@@ -31,19 +31,43 @@ export interface HandledResult extends HttpResult {
   readonly headers: Readonly<Record<string, string>>;
 }
 
+/** What the pipeline answers: synchronously when the route answered synchronously (a cached body), else later. */
+export type Handled = HandledResult | Promise<HandledResult>;
+
+const isPromise = <T>(v: T | Promise<T>): v is Promise<T> => typeof (v as { then?: unknown } | null)?.then === "function";
+
 /**
  * The HTTP behaviour shared by every transport: request ids, CORS (preflight included), rate limiting per client IP
  * (plus per-route buckets such as the CSV export), routing, and one error shape. Pure over its inputs except the
- * limiter state, so it is tested without sockets.
+ * limiter state, so it is tested without sockets. A route that answers synchronously (a cached body) is answered
+ * synchronously: no promise is allocated on the hot path.
  */
-export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Promise<HandledResult> {
+export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Handled {
   const origins = new Set(opts.corsOrigins);
   const limiter = new SlidingWindowLimiter(opts.ratePerMinute);
   const buckets = new Map<string, SlidingWindowLimiter>();
   const observe = opts.observe;
   let sweptAt = 0;
 
-  return async (raw) => {
+  const failure = (e: unknown, raw: RawRequest): HttpResult => {
+    if (e instanceof ApiError) return { status: e.status, json: e.toBody(), ...(e.extra.headers === undefined ? {} : { headers: e.extra.headers }) };
+    opts.onError?.(e, raw);
+    return { status: 500, json: { error: "internal", message: "internal error; the request id identifies it in the logs" } };
+  };
+
+  const finish = (raw: RawRequest, headers: Record<string, string>, result: HttpResult, route: string | null, started: number): HandledResult => {
+    if (observe !== undefined) observe(route, raw.method, result.status, performance.now() - started);
+    if (result.headers !== undefined) Object.assign(headers, result.headers);
+    return {
+      status: result.status,
+      headers,
+      ...(result.json === undefined ? {} : { json: result.json }),
+      ...(result.text === undefined ? {} : { text: result.text }),
+      ...(result.contentType === undefined ? {} : { contentType: result.contentType }),
+    };
+  };
+
+  return (raw) => {
     const started = observe === undefined ? 0 : performance.now();
     const incoming = raw.headers["x-request-id"];
     const requestId = incoming !== undefined && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -56,51 +80,41 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Prom
     const headers: Record<string, string> = { "x-request-id": requestId };
     addCorsHeaders(headers, origins, raw.headers["origin"]);
     let routeTemplate: string | null = null;
-    let result: HttpResult;
     try {
       if (raw.refused === "payload_too_large") throw new ApiError("payload_too_large", "request bodies are limited to 16384 bytes");
       if (raw.method === "OPTIONS") {
         const pf = preflight(origins, raw.headers["origin"], raw.headers["access-control-request-headers"]);
         const match = opts.router.match("GET", raw.path) ?? opts.router.match("POST", raw.path);
         if (match === null) throw new ApiError("not_found", `no route for ${raw.path.slice(0, 200)}`);
-        result = { status: 204, headers: pf ?? { allow: "GET, HEAD, POST, PATCH, DELETE, OPTIONS" } };
-      } else {
-        const match = opts.router.match(raw.method, raw.path);
-        const route = match !== null && "route" in match ? match.route : null;
-        routeTemplate = route?.path ?? null;
-        if (route !== null && route.unlimited !== true) {
-          const d = limiter.take(raw.ip, now);
-          addRateLimitHeaders(headers, d);
-          if (!d.allowed) throw new ApiError("rate_limited", `more than ${d.limit} requests per minute from this address`, { headers: rateLimitHeaders(d) });
-          if (route.bucket !== undefined) {
-            let b = buckets.get(route.bucket.name);
-            if (b === undefined) buckets.set(route.bucket.name, (b = new SlidingWindowLimiter(route.bucket.perMinute)));
-            const bd = b.take(raw.ip, now);
-            if (!bd.allowed) {
-              const h = rateLimitHeaders(bd, route.bucket.name);
-              Object.assign(headers, h);
-              throw new ApiError("rate_limited", `more than ${bd.limit} ${route.bucket.name} requests per minute from this address`, { headers: h });
-            }
+        return finish(raw, headers, { status: 204, headers: pf ?? { allow: "GET, HEAD, POST, PATCH, DELETE, OPTIONS" } }, null, started);
+      }
+      const match = opts.router.match(raw.method, raw.path);
+      const route = match !== null && "route" in match ? match.route : null;
+      routeTemplate = route?.path ?? null;
+      if (route !== null && route.unlimited !== true) {
+        const d = limiter.take(raw.ip, now);
+        addRateLimitHeaders(headers, d);
+        if (!d.allowed) throw new ApiError("rate_limited", `more than ${d.limit} requests per minute from this address`, { headers: rateLimitHeaders(d) });
+        if (route.bucket !== undefined) {
+          let b = buckets.get(route.bucket.name);
+          if (b === undefined) buckets.set(route.bucket.name, (b = new SlidingWindowLimiter(route.bucket.perMinute)));
+          const bd = b.take(raw.ip, now);
+          if (!bd.allowed) {
+            const h = rateLimitHeaders(bd, route.bucket.name);
+            Object.assign(headers, h);
+            throw new ApiError("rate_limited", `more than ${bd.limit} ${route.bucket.name} requests per minute from this address`, { headers: h });
           }
         }
-        result = await opts.router.run(match, { ...raw, requestId });
       }
+      const result = opts.router.run(match, raw, requestId);
+      if (!isPromise(result)) return finish(raw, headers, result, routeTemplate, started);
+      const template = routeTemplate;
+      return result.then(
+        (r) => finish(raw, headers, r, template, started),
+        (e: unknown) => finish(raw, headers, failure(e, raw), template, started),
+      );
     } catch (e) {
-      if (e instanceof ApiError) {
-        result = { status: e.status, json: e.toBody(), ...(e.extra.headers === undefined ? {} : { headers: e.extra.headers }) };
-      } else {
-        opts.onError?.(e, raw);
-        result = { status: 500, json: { error: "internal", message: "internal error; the request id identifies it in the logs" } };
-      }
+      return finish(raw, headers, failure(e, raw), routeTemplate, started);
     }
-    if (observe !== undefined) observe(routeTemplate, raw.method, result.status, performance.now() - started);
-    if (result.headers !== undefined) Object.assign(headers, result.headers);
-    return {
-      status: result.status,
-      headers,
-      ...(result.json === undefined ? {} : { json: result.json }),
-      ...(result.text === undefined ? {} : { text: result.text }),
-      ...(result.contentType === undefined ? {} : { contentType: result.contentType }),
-    };
   };
 }

@@ -86,6 +86,10 @@ export interface ReadModel {
   readonly config: Config;
   /** Latest snapshot per mint. */
   snapshots(): Promise<ReadonlyMap<string, SnapshotView>>;
+  /** The snapshots if a fresh copy is at hand (a cache), for answering without waiting; else undefined. */
+  peekSnapshots?(): ReadonlyMap<string, SnapshotView> | undefined;
+  /** The latest alert ids if a fresh copy is at hand; else undefined. */
+  peekLatestAlertIds?(): ReadonlyMap<string, string> | undefined;
   /** Trailing-24 h windows per mint, ending at `now` (all mints with rows). */
   windows24h(now: EpochMs): Promise<ReadonlyMap<string, Window24h>>;
   history(mint: string, q: HistoryQuery): Promise<RawHistoryRow[] | MinuteHistoryRow[]>;

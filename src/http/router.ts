@@ -103,16 +103,19 @@ export class Router {
 
   /** Runs a request through the table (used by tests without sockets; the pipeline runs its own match). */
   async handle(req: Omit<HttpRequest, "params">): Promise<HttpResult> {
-    return this.run(this.match(req.method, req.path), req);
+    return this.run(this.match(req.method, req.path), req, req.requestId);
   }
 
-  /** Runs a request against the result of `match`: 404 when nothing matched, 405 with `Allow` for another method. */
-  run(m: ReturnType<Router["match"]>, req: Omit<HttpRequest, "params">): Promise<HttpResult> | HttpResult {
+  /**
+   * Runs a request against the result of `match`: 404 when nothing matched, 405 with `Allow` for another method.
+   * Answers synchronously when the handler does.
+   */
+  run(m: ReturnType<Router["match"]>, req: Omit<HttpRequest, "params" | "requestId">, requestId: string): Promise<HttpResult> | HttpResult {
     if (m === null) throw new ApiError("not_found", `no route for ${req.path.slice(0, 200)}`);
     if ("allow" in m) {
       throw new ApiError("method_not_allowed", `${req.method} is not allowed here`, { headers: { allow: [...m.allow, "OPTIONS"].join(", ") } });
     }
-    return m.route.handler({ ...req, params: m.params });
+    return m.route.handler({ method: req.method, path: req.path, params: m.params, query: req.query, headers: req.headers, ip: req.ip, requestId, body: req.body });
   }
 }
 

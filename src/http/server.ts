@@ -56,16 +56,29 @@ export interface Api {
   close(): Promise<void>;
 }
 
-function cached<T>(clock: Clock, ttlMs: number, load: (now: number) => Promise<T>): (now: number) => Promise<T> {
-  let value: { at: number; v: Promise<T> } | null = null;
-  return (now) => {
+interface Cached<T> {
+  (now: number): Promise<T>;
+  /** The value if it is loaded and within its TTL (the synchronous hot path), else undefined. */
+  peek(): T | undefined;
+}
+
+function cached<T>(clock: Clock, ttlMs: number, load: (now: number) => Promise<T>): Cached<T> {
+  let value: { at: number; v: Promise<T>; settled?: T } | null = null;
+  const get = ((now: number) => {
     if (value === null || clock.now() - value.at > ttlMs) {
-      const v = load(now);
-      value = { at: clock.now(), v };
-      v.catch(() => (value = null));
+      const entry: { at: number; v: Promise<T>; settled?: T } = { at: clock.now(), v: load(now) };
+      value = entry;
+      entry.v.then(
+        (x) => (entry.settled = x),
+        () => {
+          if (value === entry) value = null;
+        },
+      );
     }
     return value.v;
-  };
+  }) as Cached<T>;
+  get.peek = () => (value !== null && value.settled !== undefined && clock.now() - value.at <= ttlMs ? value.settled : undefined);
+  return get;
 }
 
 async function within<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
@@ -94,6 +107,8 @@ export function withReadCaches(base: ReadModel): ReadModel {
     calibration,
     snapshots: () => snapshots(clock.now()),
     latestAlertIds: () => latestAlertIds(clock.now()),
+    peekSnapshots: () => snapshots.peek(),
+    peekLatestAlertIds: () => latestAlertIds.peek(),
   };
 }
 

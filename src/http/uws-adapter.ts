@@ -8,7 +8,7 @@ import uws from "uWebSockets.js";
 import type { HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
-import type { HandledResult, RawRequest } from "./pipeline.ts";
+import type { Handled, HandledResult, RawRequest } from "./pipeline.ts";
 
 export const MAX_BODY_BYTES = 16 * 1024;
 
@@ -82,6 +82,54 @@ export function send(res: HttpResponse, method: string, r: HandledResult): void 
   });
 }
 
+const INTERNAL: HandledResult = { status: 500, headers: {}, json: { error: "internal", message: "internal error" } };
+
+const NOOP = (): void => {};
+
+interface AbortFlag {
+  aborted: boolean;
+}
+
+/** Registers onAborted (which must happen before a handler returns without answering) and reports it as a flag. */
+function abortFlag(res: HttpResponse): AbortFlag {
+  const flag: AbortFlag = { aborted: false };
+  res.onAborted(() => {
+    flag.aborted = true;
+  });
+  return flag;
+}
+
+/**
+ * Runs the pipeline and sends its answer: at once when it is synchronous; otherwise onAborted is registered (if it is
+ * not yet) before returning, and the answer is sent when it settles unless the client went away meanwhile.
+ */
+function answer(res: HttpResponse, method: string, handle: (req: RawRequest) => Handled, raw: RawRequest, onError?: (e: unknown) => void, flag?: AbortFlag): void {
+  let r: Handled;
+  try {
+    r = handle(raw);
+  } catch (e) {
+    onError?.(e);
+    if (flag?.aborted !== true) send(res, method, { ...INTERNAL, headers: { "x-request-id": randomUUID() } });
+    return;
+  }
+  if (!(r instanceof Promise)) {
+    // uWS does not count endWithoutBody (HEAD, 204, 304) as having responded: those still register onAborted.
+    if (flag === undefined && (method === "HEAD" || r.status === 204 || r.status === 304)) res.onAborted(NOOP);
+    if (flag?.aborted !== true) send(res, method, r);
+    return;
+  }
+  const aborted = flag ?? abortFlag(res);
+  r.then(
+    (ok) => {
+      if (!aborted.aborted) send(res, method, ok);
+    },
+    (e: unknown) => {
+      onError?.(e);
+      if (!aborted.aborted) send(res, method, { ...INTERNAL, headers: { "x-request-id": randomUUID() } });
+    },
+  );
+}
+
 export interface UwsServer {
   readonly app: TemplatedApp;
   readonly port: number;
@@ -94,7 +142,7 @@ export interface UwsServer {
  * as /metrics) bypass the pipeline.
  */
 export function serveUws(
-  handle: (req: RawRequest) => Promise<HandledResult>,
+  handle: (req: RawRequest) => Handled,
   opts: {
     host: string;
     port: number;
@@ -110,11 +158,7 @@ export function serveUws(
   opts.configure?.(app);
   const trusted = new Set(opts.trustedProxies ?? []);
   app.any("/*", (res, req) => {
-    let aborted = false;
-    res.onAborted(() => {
-      aborted = true;
-    });
-    // Copy everything now: the uWS request object dies at the first await.
+    // Copy everything now: the uWS request object dies when this handler returns.
     const method = req.getCaseSensitiveMethod().toUpperCase();
     const path = req.getUrl();
     const rawQuery = req.getQuery();
@@ -124,24 +168,20 @@ export function serveUws(
       headers[k] = v;
     });
     const ip = clientAddress(Buffer.from(res.getRemoteAddressAsText()).toString("latin1"), headers["x-forwarded-for"], opts.trustProxy, trusted);
-    const run = (body: Uint8Array | null, refused?: "payload_too_large") => {
-      handle({ method, path, query, headers, ip, body, ...(refused === undefined ? {} : { refused }) })
-        .then((r) => {
-          if (!aborted) send(res, method, r);
-        })
-        .catch((e: unknown) => {
-          opts.onError?.(e);
-          if (!aborted) {
-            send(res, method, { status: 500, headers: { "x-request-id": randomUUID() }, json: { error: "internal", message: "internal error" } });
-          }
-        });
-    };
-    if (!BODY_METHODS.has(method)) return run(null);
+    if (!BODY_METHODS.has(method)) {
+      // Answered before this handler returns when the pipeline is synchronous (a cached body); else `answer`
+      // registers onAborted before returning.
+      answer(res, method, handle, { method, path, query, headers, ip, body: null }, opts.onError);
+      return;
+    }
+    const aborted = abortFlag(res);
     const chunks: Buffer[] = [];
     let size = 0;
     let refused = false;
+    const run = (body: Uint8Array | null, refusal?: "payload_too_large") =>
+      answer(res, method, handle, { method, path, query, headers, ip, body, ...(refusal === undefined ? {} : { refused: refusal }) }, opts.onError, aborted);
     res.onData((chunk, isLast) => {
-      if (refused) return;
+      if (refused || aborted.aborted) return;
       size += chunk.byteLength;
       if (size > MAX_BODY_BYTES) {
         refused = true;

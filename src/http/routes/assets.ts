@@ -20,6 +20,7 @@ import type { MinuteHistoryRow, RawHistoryRow } from "../../store/index.ts";
 import { buildAssetCard, buildAssetState, isStale } from "./asset-card.ts";
 import { activeAsset, cardContext, clamp } from "./common.ts";
 import { JSON_TYPE, jsonResult, type DocumentedRoute } from "./spec.ts";
+import type { HttpResult } from "../types.ts";
 
 /** How long the full card list is reused (interface part 8: "Asset list cache 5 seconds"), on the injected clock. */
 export const ASSET_LIST_TTL_MS = 5_000;
@@ -48,6 +49,18 @@ export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
     return { at: memo.at, cards: await memo.cards };
   }
 
+  async function listAnswer(q: { class?: string | undefined; peg?: string | undefined }): Promise<HttpResult> {
+    const { at, cards: all } = await cards();
+    if (q.class === undefined && q.peg === undefined) {
+      if (listText === null || listText.at !== at) listText = { at, text: Buffer.from(JSON.stringify(listEnvelope(all, at))) };
+      return { status: 200, text: listText.text, contentType: JSON_TYPE };
+    }
+    let data = all;
+    if (q.class !== undefined) data = data.filter((c) => c.class === q.class);
+    if (q.peg !== undefined) data = data.filter((c) => c.state === q.peg);
+    return jsonResult(200, listEnvelope(data, at));
+  }
+
   async function detailCard(a: CatalogAsset): Promise<AssetCardBody> {
     const now = rm.clock.now();
     const [snaps, windows] = await Promise.all([rm.snapshots(), rm.windows24h(now)]);
@@ -58,8 +71,8 @@ export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
    * The serialised state of a snapshot, fresh and stale-collapsed: the body depends only on the snapshot and on
    * whether it is past the staleness horizon, so it is built once per snapshot, not once per request.
    */
-  const stateMemo = new WeakMap<SnapshotView, { fresh?: string | null; stale?: string | null }>();
-  function stateText(a: CatalogAsset, snap: SnapshotView | undefined, now: number): string | null {
+  const stateMemo = new WeakMap<SnapshotView, { fresh?: Buffer | null; stale?: Buffer | null }>();
+  function stateText(a: CatalogAsset, snap: SnapshotView | undefined, now: number): Buffer | null {
     if (snap === undefined) return null;
     let m = stateMemo.get(snap);
     if (m === undefined) stateMemo.set(snap, (m = {}));
@@ -67,7 +80,7 @@ export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
     let text = m[key];
     if (text === undefined) {
       const body = buildAssetState(a, snap, now);
-      m[key] = text = body === null ? null : JSON.stringify(body);
+      m[key] = text = body === null ? null : Buffer.from(JSON.stringify(body));
     }
     return text;
   }
@@ -78,17 +91,14 @@ export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
     {
       method: "GET",
       path: "/v1/assets",
-      handler: async (req) => {
+      handler: (req) => {
         const q = parseQuery(req.query, AssetListQuery);
-        const { at, cards: all } = await cards();
-        if (q.class === undefined && q.peg === undefined) {
-          if (listText === null || listText.at !== at) listText = { at, text: Buffer.from(JSON.stringify(listEnvelope(all, at))) };
+        // The common request (no filter, list already serialised within its 5 s) is answered synchronously.
+        const now = rm.clock.now();
+        if (q.class === undefined && q.peg === undefined && memo !== null && listText !== null && listText.at === memo.at && now - memo.at < ASSET_LIST_TTL_MS && now >= memo.at) {
           return { status: 200, text: listText.text, contentType: JSON_TYPE };
         }
-        let data = all;
-        if (q.class !== undefined) data = data.filter((c) => c.class === q.class);
-        if (q.peg !== undefined) data = data.filter((c) => c.state === q.peg);
-        return jsonResult(200, listEnvelope(data, at));
+        return listAnswer(q);
       },
       spec: {
         summary: "List active assets",
@@ -134,12 +144,15 @@ export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
     {
       method: "GET",
       path: "/v1/assets/{symbol}/state",
-      handler: async (req) => {
+      handler: (req) => {
         const a = activeAsset(rm, req.params["symbol"] ?? "");
-        const snap = (await rm.snapshots()).get(a.mint);
-        const text = stateText(a, snap, rm.clock.now());
-        if (text === null) throw new ApiError("not_found", `no snapshot of ${a.symbol} yet`, { asset: a.symbol });
-        return { status: 200, text, contentType: JSON_TYPE };
+        const answer = (snaps: ReadonlyMap<string, SnapshotView>): HttpResult => {
+          const text = stateText(a, snaps.get(a.mint), rm.clock.now());
+          if (text === null) throw new ApiError("not_found", `no snapshot of ${a.symbol} yet`, { asset: a.symbol });
+          return { status: 200, text, contentType: JSON_TYPE };
+        };
+        const cached = rm.peekSnapshots?.();
+        return cached !== undefined ? answer(cached) : rm.snapshots().then(answer);
       },
       spec: {
         summary: "Latest state of one asset",

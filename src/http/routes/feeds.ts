@@ -148,8 +148,26 @@ export function methodologyStatus(m: MethodologyOptions): MethodologyStatusBody 
 export function feedRoutes(rm: ReadModel, opts: FeedRouteOptions): DocumentedRoute[] {
   const methodology = methodologyStatus(opts.methodology);
   /** The last served feed: reused while its content is unchanged, so its bytes (and strong ETag) stay identical. */
-  let feedMemo: { readonly content: string; readonly body: Buffer; readonly etag: string } | null = null;
+  let feedMemo: { readonly content: string; readonly body: Buffer; readonly etag: string; headers: Readonly<Record<string, string>> | null } | null = null;
   let feedInputs: { readonly at: number; readonly snaps: unknown; readonly latest: unknown } | null = null;
+
+  /** The feed for these inputs: the same snapshot and alert maps within a second give the same signals (not rebuilt). */
+  function feedAnswer(ifNoneMatch: string | undefined, snaps: ReadonlyMap<string, SnapshotView>, latest: ReadonlyMap<string, string>): HttpResult {
+    const now = rm.clock.now();
+    if (feedInputs === null || feedInputs.snaps !== snaps || feedInputs.latest !== latest || now - feedInputs.at >= 1_000 || now < feedInputs.at) {
+      const data = rm.catalog.active.map((a) => pegSignal(a, snaps.get(a.mint), latest.get(a.mint), now));
+      const content = JSON.stringify(data);
+      if (feedMemo === null || feedMemo.content !== content) {
+        const body = Buffer.from(JSON.stringify(listEnvelope(data, now, { methodology: METHODOLOGY_VERSION })));
+        feedMemo = { content, body, etag: `"${createHash("sha256").update(body).digest("hex")}"`, headers: null };
+      }
+      feedInputs = { at: now, snaps, latest };
+    }
+    if (feedMemo === null) throw new Error("unreachable: the feed memo is built above");
+    const headers = (feedMemo.headers ??= { etag: feedMemo.etag, "cache-control": "no-cache" });
+    if (ifNoneMatchHits(ifNoneMatch, feedMemo.etag)) return { status: 304, headers };
+    return { status: 200, headers, text: feedMemo.body, contentType: JSON_TYPE };
+  }
 
   return [
     {
@@ -228,23 +246,11 @@ export function feedRoutes(rm: ReadModel, opts: FeedRouteOptions): DocumentedRou
     {
       method: "GET",
       path: "/v1/peg/feed",
-      handler: async (req): Promise<HttpResult> => {
-        const now = rm.clock.now();
-        const [snaps, latest] = await Promise.all([rm.snapshots(), rm.latestAlertIds()]);
-        // The same snapshot and alert maps within a second give the same signals: skip rebuilding them.
-        if (feedInputs === null || feedInputs.snaps !== snaps || feedInputs.latest !== latest || now - feedInputs.at >= 1_000 || now < feedInputs.at) {
-          const data = rm.catalog.active.map((a) => pegSignal(a, snaps.get(a.mint), latest.get(a.mint), now));
-          const content = JSON.stringify(data);
-          if (feedMemo === null || feedMemo.content !== content) {
-            const body = Buffer.from(JSON.stringify(listEnvelope(data, now, { methodology: METHODOLOGY_VERSION })));
-            feedMemo = { content, body, etag: `"${createHash("sha256").update(body).digest("hex")}"` };
-          }
-          feedInputs = { at: now, snaps, latest };
-        }
-        if (feedMemo === null) throw new Error("unreachable: the feed memo is built above");
-        const headers = { etag: feedMemo.etag, "cache-control": "no-cache" };
-        if (ifNoneMatchHits(req.headers["if-none-match"], feedMemo.etag)) return { status: 304, headers };
-        return { status: 200, headers, text: feedMemo.body, contentType: JSON_TYPE };
+      handler: (req): HttpResult | Promise<HttpResult> => {
+        const snaps = rm.peekSnapshots?.();
+        const latest = rm.peekLatestAlertIds?.();
+        if (snaps !== undefined && latest !== undefined) return feedAnswer(req.headers["if-none-match"], snaps, latest);
+        return Promise.all([rm.snapshots(), rm.latestAlertIds()]).then(([s, l]) => feedAnswer(req.headers["if-none-match"], s, l));
       },
       spec: {
         summary: "Peg feed",
