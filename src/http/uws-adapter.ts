@@ -7,6 +7,7 @@
 import uws from "uWebSockets.js";
 import type { HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
 import { randomUUID } from "node:crypto";
+import { createServer } from "node:net";
 import { STATUS_CODES } from "node:http";
 import type { Handled, HandledResult, RawRequest } from "./pipeline.ts";
 
@@ -192,9 +193,13 @@ export function serveUws(
       if (isLast) run(Buffer.concat(chunks));
     });
   });
+  return portIsFree(opts.host, opts.port).then(() => listen(app, opts.host, opts.port));
+}
+
+function listen(app: TemplatedApp, host: string, port: number): Promise<UwsServer> {
   return new Promise((resolve, reject) => {
-    app.listen(opts.host, opts.port, (socket: us_listen_socket | false) => {
-      if (socket === false) return reject(new Error(`cannot listen on ${opts.host}:${opts.port}`));
+    app.listen(host, port, (socket: us_listen_socket | false) => {
+      if (socket === false) return reject(new Error(`cannot listen on ${host}:${port}`));
       let closed = false;
       resolve({
         app,
@@ -206,5 +211,18 @@ export function serveUws(
         },
       });
     });
+  });
+}
+
+/**
+ * uWS listens with SO_REUSEPORT, so a second process on the same port would silently share the traffic. A plain
+ * (exclusive) bind first makes a port in use an error, as with any other server.
+ */
+function portIsFree(host: string, port: number): Promise<void> {
+  if (port === 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", (e: NodeJS.ErrnoException) => reject(new Error(`cannot listen on ${host}:${port}: ${e.code ?? e.message}`)));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
   });
 }

@@ -141,6 +141,15 @@ describe("rate limiting", () => {
   });
 });
 
+describe("port ownership", () => {
+  it("refuses a port another server holds (uWS would otherwise share it through SO_REUSEPORT)", async () => {
+    const handle = createPipeline({ router, clock, ratePerMinute: 5, corsOrigins: [] });
+    await expect(serveUws(handle, { host: "127.0.0.1", port: server.port, trustProxy: false })).rejects.toThrow(/cannot listen on 127\.0\.0\.1:\d+: EADDRINUSE/);
+    // The first server still answers.
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  });
+});
+
 describe("fallback refusal", () => {
   it("refuses to serve on the JavaScript fallback", () => {
     const r = spawnSync(process.execPath, ["--import", "tsx", "-e", `
