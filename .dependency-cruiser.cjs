@@ -1,7 +1,8 @@
 /**
  * Dependency direction (STYLE.md "Layering, one direction only"):
  *   methodology  <-  actors  <-  streams, store  <-  http  <-  main.ts
- * catalog and wire sit beside actors: they may use methodology only.
+ * catalog and wire sit beside actors: they may use methodology only. auth (pure token and login checks) uses nothing
+ * of the service; delivery (SSRF guard, signing, the webhook worker) sits beside streams.
  * A wrong import fails `npm test`.
  */
 const IO_MODULES = "^(node:)?(fs|fs/promises|net|http|https|http2|dgram|dns|tls|child_process|cluster|worker_threads|os|process|readline|vm)$";
@@ -43,6 +44,20 @@ module.exports = {
       name: "streams-and-store-not-above",
       severity: "error",
       from: { path: "^src/(streams|store)/" },
+      to: { path: "^src/(http|cli)/|^src/main\\.ts$" },
+    },
+    {
+      name: "auth-is-pure",
+      comment: "auth primitives (tokens, login-widget check, magic links) depend on nothing of the service.",
+      severity: "error",
+      from: { path: "^src/auth/" },
+      to: { path: "^src/(actors|streams|store|http|cli|delivery)/|^src/main\\.ts$" },
+    },
+    {
+      name: "delivery-below-http",
+      comment: "webhook delivery (SSRF guard, signing, the worker) sits beside streams: never above it.",
+      severity: "error",
+      from: { path: "^src/delivery/" },
       to: { path: "^src/(http|cli)/|^src/main\\.ts$" },
     },
     {
