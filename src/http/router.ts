@@ -49,6 +49,8 @@ export class Router {
   readonly #routes: Compiled[] = [];
   /** segment count -> first segment -> candidates, most literal first. */
   #index = new Map<number, Map<string, Compiled[]>>();
+  /** Recent match results by "METHOD path" (cleared when full, and whenever a route is added). */
+  readonly #recent = new Map<string, Match | { readonly allow: readonly string[] } | null>();
 
   constructor(routes: readonly Route[] = []) {
     for (const r of routes) this.add(r);
@@ -72,14 +74,30 @@ export class Router {
       list.push(c);
     }
     this.#index = index;
+    this.#recent.clear();
   }
 
   get routes(): readonly Route[] {
     return this.#routes.map((c) => c.route);
   }
 
-  /** Matches a raw (encoded) path. Returns the route, or the allowed methods when only the method is wrong. */
+  /**
+   * Matches a raw (encoded) path. Returns the route, or the allowed methods when only the method is wrong. Recent
+   * answers are remembered (bounded; the table never changes after start-up), so a hot path is matched once.
+   */
   match(method: string, rawPath: string): Match | { readonly allow: readonly string[] } | null {
+    const key = method + " " + rawPath;
+    const hit = this.#recent.get(key);
+    if (hit !== undefined) return hit;
+    const m = this.#match(method, rawPath);
+    if (rawPath.length <= 256) {
+      if (this.#recent.size >= RECENT_MATCHES) this.#recent.clear();
+      this.#recent.set(key, m);
+    }
+    return m;
+  }
+
+  #match(method: string, rawPath: string): Match | { readonly allow: readonly string[] } | null {
     const parts = rawPath.split("/");
     parts.shift();
     const byFirst = this.#index.get(parts.length);
@@ -93,7 +111,7 @@ export class Router {
         if (params === null) continue;
         if (c.route.method === effective) {
           for (const k in params) params[k] = decodeSegment(params[k]!);
-          return { route: c.route, params };
+          return { route: c.route, params: Object.freeze(params) }; // frozen: matches are shared between requests
         }
         (allow ??= new Set()).add(c.route.method);
       }
@@ -118,6 +136,9 @@ export class Router {
     return m.route.handler({ method: req.method, path: req.path, params: m.params, query: req.query, headers: req.headers, ip: req.ip, requestId, body: req.body });
   }
 }
+
+/** How many recent match results the router keeps. */
+const RECENT_MATCHES = 4096;
 
 /** Index key of routes whose first segment is a parameter. */
 const PARAM = "\u0000{param}";

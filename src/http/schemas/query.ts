@@ -190,6 +190,7 @@ type Parsed<D extends Record<string, QueryParam<unknown>>> = {
  */
 export function parseQuery<D extends Record<string, QueryParam<unknown>>>(query: URLSearchParams, defs: D): Parsed<D> {
   const out: Record<string, unknown> = {};
+  if (query.size === 0) return out as Parsed<D>; // the common request: nothing to parse
   for (const [name, def] of Object.entries(defs)) {
     const values = query.getAll(name);
     if (values.length === 0) continue;
