@@ -34,7 +34,7 @@ describe("pages", () => {
       expect(html).not.toMatch(/javascript:/i);
       expect(html).not.toMatch(/(src|href)="(https?:)?\/\//i);
       const links = [...html.matchAll(/<link\b[^>]*href="([^"]+)"/g)].map((m) => m[1]);
-      expect(links).toEqual(["/static/app.css"]);
+      expect(links).toEqual(["/static/favicon.svg", "/static/app.css"]);
       for (const m of html.matchAll(/src="\/static\/([^"]+)"/g)) expect(scripts).toContain(m[1]);
     });
   }
