@@ -1,6 +1,7 @@
 /**
  * Webhook delivery building blocks (issue 6): the SSRF guard with resolution pinning, the pinned request options,
- * Ed25519 delivery signatures with the `x-svc-*` and Standard Webhooks headers, and the signing-key model.
+ * Ed25519 delivery signatures with the `x-svc-*` and Standard Webhooks headers, the signing-key model, the dispatch
+ * rules, the event payload, chat formats, one delivery attempt and the retry schedule.
  */
 export * from "./policy.ts";
 export { classifyAddress, ipv6Bytes, type AddressVerdict } from "./ip-ranges.ts";
@@ -41,3 +42,34 @@ export {
   type VerifyFailure,
   type VerifyResult,
 } from "./signing.ts";
+export {
+  DISPATCH_FLOOR_MS,
+  decideDispatch,
+  type DispatchDecision,
+  type DispatchTarget,
+  type DispatchTransition,
+  type PriorSend,
+  type SendReason,
+  type SkipReason,
+} from "./dispatch.ts";
+export {
+  EVIDENCE_STATUSES,
+  buildEvent,
+  eventIdFor,
+  evidenceUrl,
+  serialiseEvent,
+  type EventInput,
+  type EvidenceStatus,
+  type WebhookEvent,
+} from "./payload.ts";
+export { ChatFormatError, chatMessage, chatText, chatTitle, detectChatHost, type ChatHost, type ChatMessage } from "./chat.ts";
+export {
+  RESPONSE_EXCERPT_BYTES,
+  attemptDelivery,
+  parseRetryAfter,
+  utf8Excerpt,
+  type AttemptError,
+  type AttemptInput,
+  type AttemptResult,
+} from "./attempt.ts";
+export { MAX_RETRY_AFTER_MS, firstAttempt, nextAttempt, waitBefore, type NextAttempt, type NextStep } from "./schedule.ts";
