@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { DISPATCH_FLOOR_MS, decideDispatch, type DispatchTarget, type DispatchTransition, type PriorSend } from "../../src/delivery/dispatch.ts";
 
@@ -141,5 +142,37 @@ describe("decideDispatch: a whole episode", () => {
       [{ from_state: "PEGGED", to_state: "DEPEG", discount_bps: -300, ts: T0 + 31 * MIN }, "threshold"],
     ];
     expect(steps.map(([x]) => run(tr(x)))).toEqual(steps.map(([, r]) => r));
+  });
+});
+
+describe("decideDispatch: properties", () => {
+  const states = ["PEGGED", "DRIFT", "DEPEG", "CRITICAL", "BLACK_SWAN", "UNKNOWN"] as const;
+  const arbSend = fc.record({ asset: fc.constantFrom("USDC", MINT, "USDT"), to_state: fc.constantFrom(...states), ts: fc.integer({ min: T0 - 90 * MIN, max: T0 + 90 * MIN }) });
+  const arbTransition = fc.record({
+    from_state: fc.constantFrom(...states),
+    to_state: fc.constantFrom(...states),
+    discount_bps: fc.integer({ min: -10_000, max: 10_000 }),
+    ts: fc.integer({ min: T0 - 60 * MIN, max: T0 + 60 * MIN }),
+    calibration: fc.constantFrom("calibrated" as const, "provisional" as const),
+  });
+
+  it("a send never repeats (asset, to_state) within 30 minutes unless it is a calibrated BLACK_SWAN, and the reasons are consistent", () => {
+    fc.assert(
+      fc.property(arbTransition, fc.array(arbSend, { maxLength: 8 }), fc.integer({ min: 0, max: 10_000 }), (x, sends, threshold) => {
+        const t = tr(x);
+        const d = decideDispatch(t, target({ threshold_bps: threshold }), sends);
+        const recentSame = sends.some((s) => (s.asset === "USDC" || s.asset === MINT) && s.to_state === t.to_state && s.ts < t.ts && t.ts - s.ts < DISPATCH_FLOOR_MS);
+        if (Math.abs(t.discount_bps) >= threshold) expect(d.reason === "threshold" || d.reason === "floor").toBe(true);
+        if (d.send) {
+          expect(d.floorBypassed).toBe(recentSame);
+          if (recentSame) expect([t.to_state, t.calibration]).toEqual(["BLACK_SWAN", "calibrated"]);
+          if (d.reason === "recovery") expect(t.to_state).toBe("PEGGED");
+        } else if (d.reason === "floor") {
+          expect(recentSame).toBe(true);
+          expect(d.until).toBeGreaterThan(t.ts);
+        }
+      }),
+      { numRuns: 2_000 },
+    );
   });
 });
