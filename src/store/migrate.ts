@@ -8,6 +8,7 @@ import type { Kysely } from "kysely";
 import { Migrator, type Migration, type MigrationProvider } from "kysely/migration";
 import * as initial from "./migrations/2026_11_21_0001_initial.ts";
 import * as readModels from "./migrations/2026_11_21_0002_read_models.ts";
+import * as accounts from "./migrations/2026_11_21_0003_accounts.ts";
 
 /** Any Kysely instance: migrations work below the app's table types (Kysely's Migrator takes `Kysely<any>`). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -16,6 +17,7 @@ type AnyKysely = Kysely<any>;
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "2026_11_21_0001_initial": initial,
   "2026_11_21_0002_read_models": readModels,
+  "2026_11_21_0003_accounts": accounts,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -100,6 +100,93 @@ export interface ReceiptsTable {
   commit_status: Generated<string>;
 }
 
+/** bigserial primary key: generated on insert, read back as int8. */
+export type Serial = ColumnType<string | number | bigint, never, never>;
+
+/** Accounts (migration 0003). `telegram_id` is the login widget's user id. */
+export interface UsersTable {
+  id: Serial;
+  telegram_id: Int8;
+  username: string | null;
+  first_name: string;
+  locale: string;
+  preferences: Json;
+  created_at: Timestamptz;
+}
+
+/** Logged-out sessions by `jti`, kept until the token would have expired anyway. */
+export interface RevokedTokensTable {
+  jti: string;
+  revoked_at: Timestamptz;
+  expires_at: Timestamptz;
+}
+
+/** Magic links, stored only as the SHA-256 of their token. */
+export interface MagicLinksTable {
+  token_hash: string;
+  user_id: Int8;
+  expires_at: Timestamptz;
+  used_at: NullableTimestamptz;
+}
+
+export interface SubscriptionsTable {
+  id: Serial;
+  user_id: Int8;
+  asset: string;
+  mint: string;
+  channel: string;
+  threshold_bps: number;
+  is_active: boolean;
+  created_at: Timestamptz;
+  last_fired_at: NullableTimestamptz;
+}
+
+export interface WebhooksTable {
+  id: string;
+  user_id: Int8;
+  url: string;
+  asset: string;
+  mint: string;
+  threshold_bps: number;
+  format: string;
+  is_active: boolean;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
+  last_delivery_at: NullableTimestamptz;
+  last_status: string | null;
+  consecutive_failures: Generated<number>;
+}
+
+export interface DeliveriesTable {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  alert_id: string | null;
+  attempt: number;
+  max_attempts: number;
+  status: string;
+  response_status: number | null;
+  error: string | null;
+  duration_ms: number | null;
+  request_headers: NullableJson;
+  response_body_excerpt: string | null;
+  scheduled_at: Timestamptz;
+  sent_at: NullableTimestamptz;
+  next_attempt_at: NullableTimestamptz;
+  test: Generated<boolean>;
+}
+
+export interface SigningKeysTable {
+  kid: string;
+  alg: string;
+  status: string;
+  public_key: string;
+  /** PKCS#8 PEM. Secret. */
+  private_key: string;
+  created_at: Timestamptz;
+  retires_at: NullableTimestamptz;
+}
+
 export interface Database {
   assets: AssetsTable;
   asset_snapshots: AssetSnapshotsTable;
@@ -107,6 +194,13 @@ export interface Database {
   rollups_1m: Rollups1mTable;
   alerts: AlertsTable;
   receipts: ReceiptsTable;
+  users: UsersTable;
+  revoked_tokens: RevokedTokensTable;
+  magic_links: MagicLinksTable;
+  subscriptions: SubscriptionsTable;
+  webhooks: WebhooksTable;
+  deliveries: DeliveriesTable;
+  signing_keys: SigningKeysTable;
 }
 
 /** What every repository takes first: the database or a transaction on it (STYLE: kysely example app). */
