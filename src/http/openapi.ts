@@ -17,13 +17,18 @@ const ref = (id: string): Json => ({ $ref: `#/components/schemas/${id}` });
 
 const STATUS_TEXT: Readonly<Record<number, string>> = {
   200: "OK",
+  201: "Created",
   202: "Accepted",
+  204: "No content",
   304: "Not modified",
   400: "Invalid request",
   401: "Unauthorized",
   404: "Not found",
   405: "Method not allowed",
+  409: "Conflict",
   410: "Gone",
+  413: "Payload too large",
+  415: "Unsupported media type",
   429: "Rate limited",
   500: "Internal error",
   503: "Not ready",
@@ -36,6 +41,8 @@ const TAGS: readonly { readonly name: string; readonly description: string }[] =
   { name: "audit", description: "Public, cacheable transition receipts." },
   { name: "meta", description: "Deployment facts for webhook receivers." },
   { name: "docs", description: "This description and its interactive reference." },
+  { name: "auth", description: "Sign-in (login widget, magic links) and sign-out; sessions are HS256 JWTs valid 7 days." },
+  { name: "me", description: "The signed-in user's profile, preferences, alert subscriptions and webhooks (Bearer JWT)." },
 ];
 
 /** Drops the safe-integer bounds zod puts on every integer: they say nothing a JSON number does not. */
@@ -167,15 +174,29 @@ function operation(route: DocumentedRoute): Json {
 
   const ordered: Record<string, Json> = {};
   for (const k of Object.keys(responses).sort()) ordered[k] = responses[k]!;
+  const body = spec.requestBody;
   return {
     operationId: operationId(route),
     summary: spec.summary,
     ...(spec.description === undefined ? {} : { description: spec.description }),
     tags: [...spec.tags],
+    ...(spec.security === "bearer" ? { security: [{ [BEARER_SCHEME]: [] }] } : {}),
     ...(parameters.length === 0 ? {} : { parameters }),
+    ...(body === undefined
+      ? {}
+      : {
+          requestBody: {
+            required: body.required ?? true,
+            ...(body.description === undefined ? {} : { description: body.description }),
+            content: { "application/json": { schema: schemaOrRef(body.schema) } },
+          },
+        }),
     responses: ordered,
   };
 }
+
+/** Name of the session security scheme in `components.securitySchemes`. */
+export const BEARER_SCHEME = "bearerAuth";
 
 /** The OpenAPI 3.1 document of `routes` (every path item and method the router serves). */
 export function openApiDocument(routes: readonly DocumentedRoute[]): Json {
@@ -192,13 +213,18 @@ export function openApiDocument(routes: readonly DocumentedRoute[]): Json {
       version: API_VERSION,
       summary: "Class-aware peg state, discounts, history, transitions and verifiable receipts for Solana stablecoins and liquid-staking tokens.",
       description:
-        "Read-only, public and keyless; rate-limited per IP (RateLimit-* headers, 429 with Retry-After). Decimals are exact JSON strings, timestamps RFC 3339 UTC with milliseconds. Every error is an ApiError `{error, message, asset?}`: branch on `error`.",
+        "Public reads need no key; the `me` routes need a session JWT (Bearer). Everything is rate-limited per IP (RateLimit-* headers, 429 with Retry-After). Decimals are exact JSON strings, timestamps RFC 3339 UTC with milliseconds. Every error is an ApiError `{error, message, asset?}`: branch on `error`.",
       license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
     },
     servers: [{ url: "/", description: "This deployment" }],
     security: [],
     tags: TAGS.filter((t) => used.has(t.name)).map((t) => ({ ...t })),
     paths,
-    components: { schemas: componentSchemas() },
+    components: {
+      schemas: componentSchemas(),
+      ...(routes.some((r) => r.spec.security === "bearer")
+        ? { securitySchemes: { [BEARER_SCHEME]: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "Session token from /v1/auth/messenger or /v1/auth/magic/consume (HS256, 7 days)." } } }
+        : {}),
+    },
   };
 }

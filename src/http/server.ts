@@ -6,6 +6,7 @@ import type { Config } from "../config.ts";
 import type { Store } from "../store/index.ts";
 import { createMetrics, metricsRoute, type Metrics } from "./metrics.ts";
 import { createPipeline } from "./pipeline.ts";
+import { createStoreAccountsModel } from "./accounts-model.ts";
 import { createStoreReadModel } from "./read-model-store.ts";
 import type { MachineLookup, ReadModel, Readiness } from "./read-model.ts";
 import { Router } from "./router.ts";
@@ -162,6 +163,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
   const wsClients = deps.wsClients ?? (hub === null ? undefined : () => hub.stats.clients);
   const routes = publicRoutes(readModel, {
     methodology: { releasedAt: METHODOLOGY_RELEASED_AT },
+    accounts: { model: createStoreAccountsModel(store) },
     ...(wsClients === undefined ? {} : { wsClients }),
   });
   const router = new Router([

@@ -235,7 +235,8 @@ export interface FakeReadModel extends ReadModel {
   readonly alertCalls: { since?: EpochMs; mint?: string; limit: number; offset: number }[];
 }
 
-export function fakeReadModel(): FakeReadModel {
+/** `env`: extra configuration variables (e.g. JWT_SECRET for the account routes). */
+export function fakeReadModel(env: Readonly<Record<string, string>> = {}): FakeReadModel {
   const receipts = runEngine();
   const alertList = receipts.map(alertOf);
   const stored = new Map<string, StoredReceipt>(
@@ -255,7 +256,7 @@ export function fakeReadModel(): FakeReadModel {
   const rm: FakeReadModel = {
     catalog,
     clock: new SimulatedClock(NOW),
-    config: parseConfig({ WEBHOOK_IPS: "203.0.113.7,2001:db8::1" }),
+    config: parseConfig({ WEBHOOK_IPS: "203.0.113.7,2001:db8::1", ...env }),
     snapshotMap: snapshots(),
     readinessState: { database: true, nats: true, engine: true, snapshot_age_secs: 2 },
     machines: machineViews(),

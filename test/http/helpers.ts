@@ -3,10 +3,15 @@
  * OpenAPI document: the status must be documented for that route and method, and a JSON body must satisfy the
  * document's schema for that status (its `$ref`s resolved to the zod components the document was generated from).
  */
+import { createHash, createHmac } from "node:crypto";
+import { sql } from "kysely";
 import { expect } from "vitest";
+import { SimulatedClock } from "../../src/clock.ts";
+import { createStoreAccountsModel } from "../../src/http/accounts-model.ts";
+import { openStore, type Store } from "../../src/store/index.ts";
 import { ApiError } from "../../src/http/errors.ts";
 import { Router } from "../../src/http/router.ts";
-import { openApiDocument, publicRoutes, type DocumentedRoute } from "../../src/http/routes/index.ts";
+import { openApiDocument, publicRoutes, type DocumentedRoute, type PublicRoutesOptions } from "../../src/http/routes/index.ts";
 import { ApiErrorSchema, schemaById } from "../../src/http/schemas/index.ts";
 import type { HttpResult } from "../../src/http/types.ts";
 import { fakeReadModel, NOW, type FakeReadModel } from "./fixtures.ts";
@@ -28,12 +33,27 @@ export interface Harness {
   readonly routes: DocumentedRoute[];
   readonly router: Router;
   readonly doc: Record<string, unknown>;
-  call(path: string, init?: { method?: string; headers?: Record<string, string> }): Promise<Answer>;
+  call(path: string, init?: CallInit): Promise<Answer>;
   /** Calls and asserts the status. */
   get(path: string, status?: number, headers?: Record<string, string>): Promise<Answer>;
 }
 
 type Json = Record<string, unknown>;
+
+export interface CallInit {
+  readonly method?: string;
+  readonly headers?: Record<string, string>;
+  /** Raw request body (a string is sent as UTF-8). */
+  readonly body?: string | Uint8Array;
+}
+
+export interface HarnessOptions {
+  readonly wsClients?: () => number;
+  /** Extra configuration variables of the fake read model (JWT_SECRET, TELEGRAM_BOT_TOKEN). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Serve the account routes over this model. */
+  readonly accounts?: PublicRoutesOptions["accounts"];
+}
 
 function resolve(schema: Json, body: unknown): { ok: boolean; why: string } {
   if (typeof schema["$ref"] === "string") {
@@ -84,24 +104,26 @@ function routeOf(routes: readonly DocumentedRoute[], method: string, rawPath: st
   return candidates.sort((a, b) => literals(b) - literals(a))[0];
 }
 
-export function harness(opts: { wsClients?: () => number } = {}): Harness {
-  const rm = fakeReadModel();
+export function harness(opts: HarnessOptions = {}): Harness {
+  const rm = fakeReadModel(opts.env);
   const routes = publicRoutes(rm, {
     methodology: { releasedAt: RELEASED_AT },
     webhookIpsUpdatedAt: NOW - 60_000,
     ...(opts.wsClients === undefined ? {} : { wsClients: opts.wsClients }),
+    ...(opts.accounts === undefined ? {} : { accounts: opts.accounts }),
   });
   const router = new Router(routes);
   const doc = openApiDocument(routes) as Json;
 
-  async function call(path: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
+  async function call(path: string, init: CallInit = {}): Promise<Answer> {
     const method = init.method ?? "GET";
     const q = path.indexOf("?");
     const rawPath = q < 0 ? path : path.slice(0, q);
     const query = new URLSearchParams(q < 0 ? "" : path.slice(q + 1));
     let result: HttpResult;
     try {
-      result = await router.handle({ method, path: rawPath, query, headers: init.headers ?? {}, ip: "127.0.0.1", requestId: "test", body: null });
+      const body = init.body === undefined ? null : typeof init.body === "string" ? new TextEncoder().encode(init.body) : init.body;
+      result = await router.handle({ method, path: rawPath, query, headers: init.headers ?? {}, ip: "127.0.0.1", requestId: "test", body });
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
       result = { status: e.status, json: e.toBody(), ...(e.extra.headers === undefined ? {} : { headers: e.extra.headers }) };
@@ -135,5 +157,81 @@ export function harness(opts: { wsClients?: () => number } = {}): Harness {
       expect(a.status, `${path}: ${JSON.stringify(a.body)}`).toBe(status);
       return a;
     },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Account routes: the real accounts model over an in-memory PGlite store, a fake DNS resolver, and sign-in helpers.
+
+export const JWT_SECRET = "test-session-key-0123456789abcdef-0123456789";
+export const BOT_TOKEN = "123456:TEST-bot-token";
+
+/** Host names the fake resolver knows; anything else does not resolve. */
+export const FAKE_DNS: Readonly<Record<string, readonly string[]>> = {
+  "hooks.example.com": ["93.184.216.34"],
+  "other.example.net": ["2606:2800:220:1:248:1893:25c8:1946"],
+  "hooks.slack.com": ["54.230.10.1"],
+  "rebind.example.com": ["10.0.0.7"],
+  "mixed.example.com": ["93.184.216.35", "169.254.169.254"],
+};
+
+export const fakeResolve = async (host: string): Promise<readonly string[]> => {
+  const a = FAKE_DNS[host];
+  if (a === undefined) throw new Error(`ENOTFOUND ${host}`);
+  return a;
+};
+
+/** A login-widget payload signed with BOT_TOKEN (addendum C), `auth_date` = now unless given. */
+export function widgetPayload(fields: { id: number; first_name: string; username?: string; auth_date?: number }, now: number, botToken = BOT_TOKEN): Record<string, string | number> {
+  const payload: Record<string, string | number> = { id: fields.id, first_name: fields.first_name, auth_date: fields.auth_date ?? Math.floor(now / 1000) };
+  if (fields.username !== undefined) payload["username"] = fields.username;
+  const check = Object.keys(payload)
+    .sort()
+    .map((k) => `${k}=${String(payload[k])}`)
+    .join("\n");
+  const secret = createHash("sha256").update(botToken, "utf8").digest();
+  return { ...payload, hash: createHmac("sha256", secret).update(check, "utf8").digest("hex") };
+}
+
+export interface AccountsHarness {
+  readonly h: Harness;
+  readonly store: Store;
+  /** Signs in through POST /v1/auth/messenger; returns the session token and user id. */
+  login(telegramId: number, name?: string): Promise<{ token: string; userId: number }>;
+  /** A JSON request with the bearer token. */
+  send(method: string, path: string, token: string | null, body?: unknown): Promise<Answer>;
+  /** Empties the account tables and rebuilds the harness (its clock back at NOW). */
+  reset(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function accountsHarness(env: Readonly<Record<string, string>> = { JWT_SECRET, TELEGRAM_BOT_TOKEN: BOT_TOKEN }): Promise<AccountsHarness> {
+  const store = await openStore({ kind: "pglite-memory" }, new SimulatedClock(NOW));
+  const build = () => harness({ env, accounts: { model: createStoreAccountsModel(store), resolve: fakeResolve } });
+  let h = build();
+  const send = (method: string, path: string, token: string | null, body?: unknown) =>
+    h.call(path, {
+      method,
+      headers: { ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  return {
+    get h() {
+      return h;
+    },
+    store,
+    send,
+    async login(telegramId, name = "Alice") {
+      const a = await send("POST", "/v1/auth/messenger", null, widgetPayload({ id: telegramId, first_name: name, username: name.toLowerCase() }, h.rm.clock.now()));
+      expect(a.status, JSON.stringify(a.body)).toBe(200);
+      const token = (a.body as { token: string }).token;
+      const me = await send("GET", "/v1/me", token);
+      return { token, userId: (me.body as { id: number }).id };
+    },
+    async reset() {
+      h = build(); // a fresh clock at NOW (a simulated clock never goes back)
+      await sql`truncate deliveries, webhooks, subscriptions, magic_links, revoked_tokens, users restart identity cascade`.execute(store.db);
+    },
+    close: () => store.close(),
   };
 }

@@ -13,6 +13,9 @@ import { healthRoutes } from "./health.ts";
 import { machineRoutes } from "./machines.ts";
 import { streamRoutes } from "./stream.ts";
 import { metaRoutes } from "./meta.ts";
+import type { AccountsModel } from "../accounts-model.ts";
+import { authRoutes } from "./auth.ts";
+import { meRoutes, type MeRouteOptions } from "./me.ts";
 import type { DocumentedRoute } from "./spec.ts";
 
 export interface PublicRoutesOptions {
@@ -24,6 +27,11 @@ export interface PublicRoutesOptions {
   readonly methodology: MethodologyOptions;
   /** When the webhook IP list was loaded (default: when the routes are built). */
   readonly webhookIpsUpdatedAt?: EpochMs;
+  /**
+   * Accounts (login, sessions, `/v1/me/*`). Absent: those routes are not served. Present but JWT_SECRET unset: they
+   * are served and answer 503 `not_ready`.
+   */
+  readonly accounts?: { readonly model: AccountsModel } & MeRouteOptions;
 }
 
 export function publicRoutes(rm: ReadModel, opts: PublicRoutesOptions): DocumentedRoute[] {
@@ -37,6 +45,10 @@ export function publicRoutes(rm: ReadModel, opts: PublicRoutesOptions): Document
     ...streamRoutes(),
     ...metaRoutes(rm, opts.webhookIpsUpdatedAt === undefined ? {} : { webhookIpsUpdatedAt: opts.webhookIpsUpdatedAt }),
   ];
+  if (opts.accounts !== undefined) {
+    const { model, ...meOpts } = opts.accounts;
+    routes.push(...authRoutes(rm, model), ...meRoutes(rm, model, meOpts));
+  }
   let doc: object | undefined;
   routes.push(...docsRoutes(() => (doc ??= openApiDocument(routes))));
   return routes;
@@ -45,5 +57,6 @@ export function publicRoutes(rm: ReadModel, opts: PublicRoutesOptions): Document
 export { openApiDocument } from "../openapi.ts";
 export type { DocumentedRoute, ResponseEntry, ResponseSpec, RouteSpec } from "./spec.ts";
 export type { MethodologyOptions } from "./feeds.ts";
+export type { MeRouteOptions } from "./me.ts";
 export { buildAssetCard, buildAssetState, isStale, oracleDegradedOf, publishedOf, STALE_AFTER_MS } from "./asset-card.ts";
 export { ASSET_LIST_TTL_MS } from "./assets.ts";

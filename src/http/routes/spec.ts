@@ -33,6 +33,10 @@ export interface RouteSpec {
   readonly operationId?: string;
   readonly params?: Readonly<Record<string, PathParam>>;
   readonly query?: Readonly<Record<string, QueryParam<unknown>>>;
+  /** The JSON request body, validated with this schema (`parseJsonBody` in routes/auth.ts). */
+  readonly requestBody?: { readonly schema: z.ZodType; readonly description?: string; readonly required?: boolean };
+  /** `bearer`: the route needs `Authorization: Bearer <session JWT>` (interface part 5). Default: public. */
+  readonly security?: "bearer";
   /** Non-error responses by status. */
   readonly responses: Readonly<Record<number, ResponseEntry>>;
   /** Error codes this route answers besides `internal` and `rate_limited` (added for every route as they apply). */

@@ -6,3 +6,4 @@ export * from "./audit.ts";
 export * from "./meta.ts";
 export * from "./query.ts";
 export * from "./machines.ts";
+export * from "./me.ts";
