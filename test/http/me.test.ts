@@ -3,6 +3,9 @@
  * document, over the real accounts model on an in-memory PGlite and a fake DNS resolver.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createPipeline } from "../../src/http/pipeline.ts";
+import { Router } from "../../src/http/router.ts";
+import { MAX_BODY_BYTES, serveUws, uwsIsNative, type UwsServer } from "../../src/http/uws-adapter.ts";
 import { insertDelivery, type NewDelivery } from "../../src/store/index.ts";
 import { catalog, NOW } from "./fixtures.ts";
 import { accountsHarness, type AccountsHarness } from "./helpers.ts";
@@ -287,5 +290,32 @@ describe("webhooks", () => {
     expect((await ah.send("GET", `/v1/me/webhooks/${w.id}/deliveries`, token)).body).toMatchObject({ count: 5, next_before: null });
     expectError(await ah.send("GET", `/v1/me/webhooks/${w.id}/deliveries?limit=101`, token), 400, "invalid_query");
     expectError(await ah.send("GET", `/v1/me/webhooks/${w.id}/deliveries?before=garbage!`, token), 400, "invalid_query");
+  });
+});
+
+describe("over a real uWS server", () => {
+  let server: UwsServer | undefined;
+  let base = "";
+  beforeAll(async () => {
+    if (!uwsIsNative()) return;
+    const pipeline = createPipeline({ router: new Router(ah.h.routes), clock: ah.h.rm.clock, ratePerMinute: 1_000, corsOrigins: [] });
+    server = await serveUws(pipeline, { host: "127.0.0.1", port: 0, trustProxy: false });
+    base = `http://127.0.0.1:${server.port}`;
+  });
+  afterAll(() => server?.close());
+
+  it.skipIf(!uwsIsNative())("reads JSON bodies of POST, PATCH and DELETE; 413 beyond 16 KiB; rate-limit headers on /v1/me", async () => {
+    const { token } = await ah.login(1001);
+    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+    const created = await fetch(`${base}/v1/me/subs`, { method: "POST", headers, body: JSON.stringify({ asset: "USDC", channel: "webhook", threshold_bps: 7 }) });
+    expect(created.status).toBe(201);
+    expect(created.headers.get("ratelimit-limit")).toBe("1000");
+    const patched = await fetch(`${base}/v1/me/subs/USDC`, { method: "PATCH", headers, body: JSON.stringify({ threshold_bps: 9 }) });
+    expect(await patched.json()).toMatchObject({ threshold_bps: 9 });
+    const deleted = await fetch(`${base}/v1/me/subs/USDC`, { method: "DELETE", headers: { authorization: `Bearer ${token}` } });
+    expect(deleted.status).toBe(204);
+    const big = await fetch(`${base}/v1/me/preferences`, { method: "PATCH", headers, body: JSON.stringify({ locale: "x".repeat(MAX_BODY_BYTES) }) });
+    expect(big.status).toBe(413);
+    expect(await big.json()).toMatchObject({ error: "payload_too_large" });
   });
 });
