@@ -29,6 +29,7 @@ import { transitionLine } from "../streams/replay.ts";
 import { scenarioFeed } from "../streams/scenario-feed.ts";
 import { simulatedLegs } from "../streams/sim-legs.ts";
 import { simulatedMarket } from "../streams/sim.ts";
+import { openKeyRing } from "../delivery/index.ts";
 import { openStore, startRetention, type Store } from "../store/index.ts";
 import { startApi, type Api } from "../http/server.ts";
 import { loadScenario } from "./scenario-files.ts";
@@ -117,6 +118,8 @@ export async function startService(config: Config, catalog: Catalog, io: Service
     );
     undo.push(() => store.close());
     await store.upsertAssets(catalog.all);
+    // The webhook signing key: generated and persisted on first start, the same kid on every later one.
+    const keyRing = await openKeyRing(store.db, baseClock.now());
 
     let embedded: EmbeddedNats | null = null;
     let servers: readonly string[];
@@ -237,6 +240,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
         }
       },
       log,
+      webhookKeys: (now) => keyRing.publicList(now),
     });
     undo.push(() => api.close());
     log("info", "http listening", { host: config.host, port: api.port });

@@ -73,3 +73,4 @@ export {
   type AttemptResult,
 } from "./attempt.ts";
 export { MAX_RETRY_AFTER_MS, firstAttempt, nextAttempt, waitBefore, type NextAttempt, type NextStep } from "./schedule.ts";
+export { openKeyRing, type KeyRing } from "./key-ring.ts";

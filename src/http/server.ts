@@ -10,7 +10,7 @@ import { createStoreAccountsModel } from "./accounts-model.ts";
 import { createStoreReadModel } from "./read-model-store.ts";
 import type { MachineLookup, ReadModel, Readiness } from "./read-model.ts";
 import { Router } from "./router.ts";
-import { publicRoutes, type DocumentedRoute } from "./routes/index.ts";
+import { publicRoutes, type DocumentedRoute, type PublicRoutesOptions } from "./routes/index.ts";
 import { serveUws, type UwsServer } from "./uws-adapter.ts";
 import { loadStaticFiles } from "./static.ts";
 import { attachStatic } from "./static-uws.ts";
@@ -45,6 +45,8 @@ export interface ApiDeps {
   /** Asks the engine for one asset's live actor (machine inspection). */
   readonly machine?: (mint: string) => Promise<MachineLookup>;
   readonly log?: (level: "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
+  /** The webhook signing keys served by /v1/meta/webhook-keys (the delivery worker's key ring); absent: none. */
+  readonly webhookKeys?: PublicRoutesOptions["webhookKeys"];
 }
 
 export interface Api {
@@ -164,6 +166,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
   const routes = publicRoutes(readModel, {
     methodology: { releasedAt: METHODOLOGY_RELEASED_AT },
     accounts: { model: createStoreAccountsModel(store) },
+    ...(deps.webhookKeys === undefined ? {} : { webhookKeys: deps.webhookKeys }),
     ...(wsClients === undefined ? {} : { wsClients }),
   });
   const router = new Router([

@@ -12,7 +12,7 @@ import { feedRoutes, type MethodologyOptions } from "./feeds.ts";
 import { healthRoutes } from "./health.ts";
 import { machineRoutes } from "./machines.ts";
 import { streamRoutes } from "./stream.ts";
-import { metaRoutes } from "./meta.ts";
+import { metaRoutes, type MetaRouteOptions } from "./meta.ts";
 import type { AccountsModel } from "../accounts-model.ts";
 import { authRoutes } from "./auth.ts";
 import { meRoutes, type MeRouteOptions } from "./me.ts";
@@ -27,6 +27,8 @@ export interface PublicRoutesOptions {
   readonly methodology: MethodologyOptions;
   /** When the webhook IP list was loaded (default: when the routes are built). */
   readonly webhookIpsUpdatedAt?: EpochMs;
+  /** The live webhook signing keys (served by /v1/meta/webhook-keys); absent: an empty list. */
+  readonly webhookKeys?: MetaRouteOptions["webhookKeys"];
   /**
    * Accounts (login, sessions, `/v1/me/*`). Absent: those routes are not served. Present but JWT_SECRET unset: they
    * are served and answer 503 `not_ready`.
@@ -43,7 +45,10 @@ export function publicRoutes(rm: ReadModel, opts: PublicRoutesOptions): Document
     ...auditRoutes(rm),
     ...machineRoutes(rm),
     ...streamRoutes(),
-    ...metaRoutes(rm, opts.webhookIpsUpdatedAt === undefined ? {} : { webhookIpsUpdatedAt: opts.webhookIpsUpdatedAt }),
+    ...metaRoutes(rm, {
+      ...(opts.webhookIpsUpdatedAt === undefined ? {} : { webhookIpsUpdatedAt: opts.webhookIpsUpdatedAt }),
+      ...(opts.webhookKeys === undefined ? {} : { webhookKeys: opts.webhookKeys }),
+    }),
   ];
   if (opts.accounts !== undefined) {
     const { model, ...meOpts } = opts.accounts;
