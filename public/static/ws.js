@@ -206,9 +206,13 @@ export class LiveSocket {
         this.noteSeq(msg.seq);
         break;
       case "snapshot":
-      case "state":
+      case "state": {
         this.noteSeq(msg.seq);
+        // A scenario runs the server's clock faster than ours: never let the estimate fall behind what it published.
+        const u = typeof msg.updated_at === "string" ? Date.parse(msg.updated_at) : NaN;
+        if (!Number.isNaN(u) && u > this.now() + this.clockOffsetMs) this.clockOffsetMs = u - this.now();
         break;
+      }
       default:
         break;
     }

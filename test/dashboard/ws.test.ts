@@ -117,6 +117,11 @@ describe("LiveSocket", () => {
     expect(messages.map((m) => m["type"])).toEqual(["hello", "snapshot"]);
     expect(live.clockOffsetMs).toBe(5000);
     expect(live.lastSeq).toBe(41); // hello's seq is not a message we received
+    // A server clock running ahead (a fast scenario): the estimate follows what it publishes, never backwards.
+    last().receive({ type: "state", seq: 41, asset: "USDC", state: "PEGGED", discount: "0", risk_score: 1, updated_at: "1970-01-01T00:00:09.000Z" });
+    expect(live.clockOffsetMs).toBe(9000);
+    last().receive({ type: "state", seq: 41, asset: "USDC", state: "PEGGED", discount: "0", risk_score: 1, updated_at: "1970-01-01T00:00:07.000Z" });
+    expect(live.clockOffsetMs).toBe(9000);
   });
 
   it("de-duplicates transitions by alert_id", () => {
