@@ -101,6 +101,13 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** Source addresses of webhook deliveries, published at `/v1/meta/webhook-ips`. Default none. */
   readonly webhookIps: readonly string[];
+  /**
+   * Multiplier of the webhook retry waits (0 s, 5 s, 30 s, 5 min, 30 min, 2 h) and of a 429's Retry-After, a
+   * positive decimal. Default 1; tests use e.g. 0.001 to run the whole schedule in seconds.
+   */
+  readonly webhookTimeScale: number;
+  /** Public base URL of this API, used for webhook events' `evidence_url`. Default `http://localhost:<PORT>`. */
+  readonly webhookBaseUrl: string;
   readonly sources: SourcesConfig;
 }
 
@@ -135,6 +142,8 @@ export const CONFIG_VARIABLES = [
   { name: "SUSTAINED_SECS", default: String(DEFAULT_SUSTAINED_SECS), secret: false, description: "Seconds a DRIFT-or-worse state must be held to count as sustained, integer >= 1." },
   { name: "LOG_LEVEL", default: "info", secret: false, description: "debug, info, warn or error." },
   { name: "WEBHOOK_IPS", default: "", secret: false, description: "Comma-separated IP addresses webhook deliveries come from, published at /v1/meta/webhook-ips." },
+  { name: "WEBHOOK_TIME_SCALE", default: "1", secret: false, description: "Multiplier of the webhook retry waits (0 s, 5 s, 30 s, 5 min, 30 min, 2 h) and of 429 Retry-After, a positive decimal; e.g. 0.001 runs the schedule in seconds (tests)." },
+  { name: "WEBHOOK_BASE_URL", default: null, secret: false, description: "Public http(s) base URL of this API, for the evidence_url of webhook events. Unset: http://localhost:<PORT>." },
   { name: "PYTH_HERMES_URL", default: "https://hermes.pyth.network", secret: false, description: "Pyth Hermes base URL (live feed)." },
   { name: "JUPITER_API_URL", default: "https://api.jup.ag", secret: false, description: "Jupiter API base URL (live feed)." },
   { name: "JUPITER_API_KEY", default: null, secret: true, description: "Jupiter API key. Unset: the keyless tier is used." },
@@ -237,6 +246,8 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     sustainedSecs: read("SUSTAINED_SECS", integerIn(1, 2_147_483), DEFAULT_SUSTAINED_SECS),
     logLevel: read("LOG_LEVEL", parseLogLevel, "info"),
     webhookIps: read("WEBHOOK_IPS", listOf(parseIp, "IP addresses"), []),
+    webhookTimeScale: read("WEBHOOK_TIME_SCALE", parseSpeed, 1),
+    webhookBaseUrl: "", // set below, from PORT when unset
     sources: {
       pythHermesUrl: read("PYTH_HERMES_URL", parseHttpUrl, "https://hermes.pyth.network"),
       jupiterApiUrl: read("JUPITER_API_URL", parseHttpUrl, "https://api.jup.ag"),
@@ -245,13 +256,14 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
       solanaRpcUrl: read("SOLANA_RPC_URL", parseHttpUrl, "https://api.mainnet-beta.solana.com"),
     },
   };
+  const baseUrl = read("WEBHOOK_BASE_URL", parseHttpUrl);
 
   if (issues.length > 0) {
     const order = CONFIG_VARIABLES.map((v) => v.name as string);
     issues.sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
     throw new ConfigError(issues);
   }
-  return deepFreeze(config);
+  return deepFreeze({ ...config, webhookBaseUrl: baseUrl ?? `http://localhost:${config.port}` });
 }
 
 /** Log lines for features switched off by a missing secret (addendum G: disable with a log line, never crash). */

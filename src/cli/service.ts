@@ -29,7 +29,7 @@ import { transitionLine } from "../streams/replay.ts";
 import { scenarioFeed } from "../streams/scenario-feed.ts";
 import { simulatedLegs } from "../streams/sim-legs.ts";
 import { simulatedMarket } from "../streams/sim.ts";
-import { openKeyRing } from "../delivery/index.ts";
+import { Dispatcher, openKeyRing, startDeliveryWorker, type DeliveryWorker, type Resolve } from "../delivery/index.ts";
 import { openStore, startRetention, type Store } from "../store/index.ts";
 import { startApi, type Api } from "../http/server.ts";
 import { loadScenario } from "./scenario-files.ts";
@@ -44,6 +44,8 @@ export interface Service {
   readonly natsUrl: string;
   readonly api: Api;
   readonly projected: { readonly transitions: ProjectorStats; readonly samples: ProjectorStats };
+  /** Webhook dispatch and the delivery worker. */
+  readonly delivery: { readonly dispatcher: Dispatcher; readonly worker: DeliveryWorker };
   /** The documented shutdown order (docs/lifecycle.md). Idempotent. */
   stop(): Promise<void>;
 }
@@ -54,6 +56,11 @@ export interface ServiceIO {
   readonly transition?: (line: string) => void;
   /** Called when the feed ends or fails (a scenario completes; a source errors). */
   readonly onFeedEnd?: (error: unknown) => void;
+  /**
+   * Tests only: webhook destinations on this machine. `resolve` replaces DNS (registration check and delivery),
+   * `ca` is trusted in addition to the system CAs, `allowLoopback` lets loopback addresses through the SSRF guard.
+   */
+  readonly webhookTestOnly?: { readonly resolve?: Resolve; readonly ca?: string; readonly allowLoopback?: boolean };
 }
 
 /**
@@ -221,6 +228,39 @@ export async function startService(config: Config, catalog: Catalog, io: Service
     const stopRetention = startRetention(store, baseClock);
     undo.push(stopRetention);
 
+    // Webhook delivery, after the projectors: each acked transition is dispatched to the webhooks of its asset, and
+    // the worker runs the attempts from PEG_DELIVERIES. Delivery timing is wall-clock time, whatever the feed's clock.
+    const testOnly = io.webhookTestOnly;
+    const dispatcher = new Dispatcher({
+      db: store.db,
+      js: jetstream(nc),
+      catalog,
+      now: () => baseClock.now(),
+      baseUrl: config.webhookBaseUrl,
+      timeScale: config.webhookTimeScale,
+      log,
+    });
+    const worker = await startDeliveryWorker({
+      nc,
+      jsm: topology.jsm,
+      db: store.db,
+      keys: keyRing,
+      now: () => baseClock.now(),
+      timeScale: config.webhookTimeScale,
+      log,
+      ...(testOnly?.resolve === undefined ? {} : { resolve: testOnly.resolve }),
+      ...(testOnly === undefined ? {} : { testOnly: { ...(testOnly.ca === undefined ? {} : { ca: testOnly.ca }), allowLoopback: testOnly.allowLoopback === true } }),
+    });
+    undo.push(() => worker.stop());
+    const dispatching: Subscription = link.acked$.subscribe((a) => {
+      if (!a.duplicate) void dispatcher.enqueue(a.receipt);
+    });
+    const stopDelivery = async () => {
+      dispatching.unsubscribe();
+      await dispatcher.idle();
+      await worker.stop();
+    };
+
     let intakeOpen = true;
     const api = await startApi({
       config,
@@ -241,6 +281,10 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       },
       log,
       webhookKeys: (now) => keyRing.publicList(now),
+      webhookDelivery: { test: (hook) => dispatcher.test(hook), replay: (hook, window) => dispatcher.replay(hook, window) },
+      ...(testOnly === undefined
+        ? {}
+        : { destinationsForTests: { ...(testOnly.resolve === undefined ? {} : { resolve: testOnly.resolve }), allowLoopbackForTests: testOnly.allowLoopback === true } }),
     });
     undo.push(() => api.close());
     log("info", "http listening", { host: config.host, port: api.port });
@@ -266,6 +310,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       natsUrl: servers[0]!,
       api,
       projected,
+      delivery: { dispatcher, worker },
       stop: () =>
         (stopping ??= (async () => {
           // Every step runs even when an earlier one failed; the first failure is reported at the end.
@@ -291,6 +336,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
           });
           await step("stop retention", () => stopRetention());
           await step("stop projectors", () => stopConsumers()); // 4
+          await step("stop webhook delivery", () => stopDelivery());
           await step("drain NATS", () => nc.drain().catch(() => nc.close()));
           await step("close the store", () => store.close()); // 5
           await step("stop nats-server", () => embedded?.stop()); // 6

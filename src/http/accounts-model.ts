@@ -59,11 +59,25 @@ export interface AccountsModel {
   updateWebhook(userId: number, id: string, patch: WebhookPatch, now: EpochMs): Promise<WriteResult<WebhookRecord>>;
   /** Delivery records of a webhook the caller has already checked is the user's. */
   deliveries(webhookId: string, q: { readonly limit: number; readonly before?: DeliveryCursor }): Promise<DeliveryRecord[]>;
+  /**
+   * Webhook delivery (the worker's dispatcher); absent when no worker runs in this process, and the test and replay
+   * routes answer 503 `not_ready`.
+   */
+  readonly delivery?: WebhookDeliveryControl;
 }
 
-export function createStoreAccountsModel(store: Pick<Store, "db">): AccountsModel {
+/** What the test and replay routes ask of the delivery worker. */
+export interface WebhookDeliveryControl {
+  /** Queues a synthetic `test: true` event to the webhook; the delivery id. */
+  test(hook: WebhookRecord): Promise<string>;
+  /** Queues again every undelivered event of the webhook first scheduled in the window; how many. */
+  replay(hook: WebhookRecord, window: { readonly since: EpochMs; readonly until: EpochMs | null }): Promise<number>;
+}
+
+export function createStoreAccountsModel(store: Pick<Store, "db">, delivery?: WebhookDeliveryControl): AccountsModel {
   const db = store.db;
   return {
+    ...(delivery === undefined ? {} : { delivery }),
     loginTelegram: (u, now) => upsertTelegramUser(db, u, now),
     user: (id) => userById(db, id),
     updatePreferences: (userId, patch) => updatePreferences(db, userId, patch),

@@ -6,11 +6,11 @@ import type { Config } from "../config.ts";
 import type { Store } from "../store/index.ts";
 import { createMetrics, metricsRoute, type Metrics } from "./metrics.ts";
 import { createPipeline } from "./pipeline.ts";
-import { createStoreAccountsModel } from "./accounts-model.ts";
+import { createStoreAccountsModel, type WebhookDeliveryControl } from "./accounts-model.ts";
 import { createStoreReadModel } from "./read-model-store.ts";
 import type { MachineLookup, ReadModel, Readiness } from "./read-model.ts";
 import { Router } from "./router.ts";
-import { publicRoutes, type DocumentedRoute, type PublicRoutesOptions } from "./routes/index.ts";
+import { publicRoutes, type DocumentedRoute, type MeRouteOptions, type PublicRoutesOptions } from "./routes/index.ts";
 import { serveUws, type UwsServer } from "./uws-adapter.ts";
 import { loadStaticFiles } from "./static.ts";
 import { attachStatic } from "./static-uws.ts";
@@ -47,6 +47,10 @@ export interface ApiDeps {
   readonly log?: (level: "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
   /** The webhook signing keys served by /v1/meta/webhook-keys (the delivery worker's key ring); absent: none. */
   readonly webhookKeys?: PublicRoutesOptions["webhookKeys"];
+  /** The delivery worker's test and replay entry points; absent: those routes answer 503. */
+  readonly webhookDelivery?: WebhookDeliveryControl;
+  /** Tests only: the webhook registration check's resolver and loopback allowance (a receiver on this machine). */
+  readonly destinationsForTests?: MeRouteOptions;
 }
 
 export interface Api {
@@ -165,7 +169,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
   const wsClients = deps.wsClients ?? (hub === null ? undefined : () => hub.stats.clients);
   const routes = publicRoutes(readModel, {
     methodology: { releasedAt: METHODOLOGY_RELEASED_AT },
-    accounts: { model: createStoreAccountsModel(store) },
+    accounts: { model: createStoreAccountsModel(store, deps.webhookDelivery), ...(deps.destinationsForTests ?? {}) },
     ...(deps.webhookKeys === undefined ? {} : { webhookKeys: deps.webhookKeys }),
     ...(wsClients === undefined ? {} : { wsClients }),
   });

@@ -397,7 +397,7 @@ export async function deactivateSubscription(db: Executor, userId: number, mint:
 // ---------------------------------------------------------------------------------------------------------------
 // Webhooks.
 
-function webhookFromRow(r: Selectable<Database["webhooks"]>): WebhookRecord {
+export function webhookFromRow(r: Selectable<Database["webhooks"]>): WebhookRecord {
   return {
     id: r.id,
     user_id: toInt(r.user_id, "webhooks.user_id"),
@@ -496,7 +496,7 @@ export async function updateWebhook(
 // ---------------------------------------------------------------------------------------------------------------
 // Delivery records.
 
-function deliveryFromRow(r: Selectable<Database["deliveries"]>): DeliveryRecord {
+export function deliveryFromRow(r: Selectable<Database["deliveries"]>): DeliveryRecord {
   return {
     id: r.id,
     webhook_id: r.webhook_id,

@@ -118,3 +118,16 @@ export {
   type WebhookStatus,
   type WriteResult,
 } from "./accounts.ts";
+export {
+  activeWebhooksForMint,
+  deliveryById,
+  finishDelivery,
+  insertDeliveryOnce,
+  recordWebhookOutcome,
+  sentTransitions,
+  undeliveredEvents,
+  webhookById,
+  type AttemptOutcome,
+  type SentTransition,
+  type UndeliveredEvent,
+} from "./delivery-work.ts";

@@ -2,7 +2,7 @@
  * The signed-in user's routes (interface 4.7, addendum A): profile, preferences, subscriptions, the alerts of the
  * subscribed assets, webhooks and their delivery history. Every route authenticates the bearer session first
  * (revocation included); every lookup is scoped to that user, so someone else's resource is a plain 404.
- * `POST /v1/me/webhooks/{id}/test` and `/replay` come with the delivery worker.
+ * `POST /v1/me/webhooks/{id}/test` and `/replay` hand work to the delivery worker (503 `not_ready` without one).
  */
 import { detectChatHost } from "../../delivery/chat.ts";
 import { checkDestination, systemResolve, type Resolve } from "../../delivery/index.ts";
@@ -31,6 +31,9 @@ import {
   WebhookCreate,
   WebhookList,
   WebhookPatch,
+  WebhookReplay,
+  WebhookReplayAccepted,
+  WebhookTestAccepted,
   encodeCursor,
   parseQuery,
 } from "../schemas/index.ts";
@@ -42,6 +45,8 @@ import { jsonResult, type DocumentedRoute } from "./spec.ts";
 export interface MeRouteOptions {
   /** DNS resolution for the webhook destination check (default: the system resolver). Tests pass a fake. */
   readonly resolve?: Resolve;
+  /** Tests only: accept loopback destinations (a receiver on this machine). Default false. */
+  readonly allowLoopbackForTests?: boolean;
 }
 
 const ts = (ms: EpochMs): string => timestampToWire(ms);
@@ -130,6 +135,9 @@ function defined<T extends object>(o: T): Defined<T> {
 
 const PRIVATE = { "cache-control": "no-store" } as const;
 
+/** How far back a replay window may start (addendum A). */
+export const REPLAY_MAX_AGE_MS = 7 * 86_400_000;
+
 export function meRoutes(rm: ReadModel, accounts: AccountsModel, opts: MeRouteOptions = {}): DocumentedRoute[] {
   const resolve = opts.resolve ?? systemResolve;
   const auth = (req: Parameters<typeof authenticate>[2]) => authenticate(rm, accounts, req);
@@ -142,7 +150,7 @@ export function meRoutes(rm: ReadModel, accounts: AccountsModel, opts: MeRouteOp
   };
 
   const checkedUrl = async (url: string): Promise<string> => {
-    const c = await checkDestination(url, { resolve });
+    const c = await checkDestination(url, { resolve, allowLoopbackForTests: opts.allowLoopbackForTests === true });
     if (!c.ok) throw new ApiError(c.apiError, `url: ${c.message}`);
     return c.url;
   };
@@ -384,6 +392,51 @@ export function meRoutes(rm: ReadModel, accounts: AccountsModel, opts: MeRouteOp
         query: DeliveriesQueryParams,
         responses: { 200: DeliveryPage },
         errors: [...BEARER_ERRORS, "invalid_query", "not_found"],
+      },
+    },
+    {
+      method: "POST",
+      path: "/v1/me/webhooks/{id}/test",
+      handler: async (req) => {
+        const { user } = await auth(req);
+        const hook = await ownWebhook(user.id, req.params["id"]!);
+        if (accounts.delivery === undefined) throw new ApiError("not_ready", "webhook delivery is not running");
+        return jsonResult(202, { delivery_id: await accounts.delivery.test(hook) }, PRIVATE);
+      },
+      spec: {
+        ...bearer,
+        summary: "Send a test event",
+        description:
+          "Queues a synthetic transition, marked `test: true` in the payload, to the webhook: signed (or chat-formatted) and retried exactly as real events are. Follow it in the delivery history.",
+        params: { id: MePathParams.id },
+        responses: { 202: WebhookTestAccepted },
+        errors: [...BEARER_ERRORS, "not_found", "not_ready"],
+      },
+    },
+    {
+      method: "POST",
+      path: "/v1/me/webhooks/{id}/replay",
+      handler: async (req) => {
+        const { user } = await auth(req);
+        const body = parseJsonBody(req, WebhookReplay);
+        const hook = await ownWebhook(user.id, req.params["id"]!);
+        const now = rm.clock.now();
+        const since = Date.parse(body.since);
+        const until = body.until === undefined ? null : Date.parse(body.until);
+        if (since < now - REPLAY_MAX_AGE_MS) throw new ApiError("invalid_body", "since: at most 7 days back");
+        if (until !== null && until < since) throw new ApiError("invalid_body", "until: before since");
+        if (accounts.delivery === undefined) throw new ApiError("not_ready", "webhook delivery is not running");
+        return jsonResult(202, { queued: await accounts.delivery.replay(hook, { since, until }) }, PRIVATE);
+      },
+      spec: {
+        ...bearer,
+        summary: "Replay undelivered events",
+        description:
+          "Sends again every event of this webhook first scheduled in `[since, until]` that no attempt delivered (and none is still being retried), each with its original event id, so receivers de-duplicate them. `since` at most 7 days back.",
+        params: { id: MePathParams.id },
+        requestBody: { schema: WebhookReplay },
+        responses: { 202: WebhookReplayAccepted },
+        errors: [...BEARER_ERRORS, ...BODY_ERRORS, "not_found", "not_ready"],
       },
     },
   ];

@@ -217,3 +217,24 @@ export const MePathParams = {
   asset: { schema: z.string(), description: "Exact, case-sensitive asset symbol, percent-encoded." },
   id: { schema: z.string().meta({ format: "uuid" }), description: "Webhook id (UUID). Unknown, malformed or someone else's: 404." },
 } satisfies Record<string, PathParam>;
+
+export const WebhookReplay = component(
+  "WebhookReplay",
+  z.strictObject({
+    since: Timestamp.meta({ description: "Start of the window (inclusive), at most 7 days back." }),
+    until: Timestamp.optional().meta({ description: "End of the window (inclusive); default: now." }),
+  }),
+  "A replay window: every event of the webhook first scheduled in it that was not delivered is sent again.",
+);
+
+export const WebhookTestAccepted = component(
+  "WebhookTestAccepted",
+  z.strictObject({ delivery_id: Uuid }),
+  "The queued test delivery; follow it in the webhook's delivery history.",
+);
+
+export const WebhookReplayAccepted = component(
+  "WebhookReplayAccepted",
+  z.strictObject({ queued: Count }),
+  "How many undelivered events were queued again.",
+);

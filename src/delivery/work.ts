@@ -1,0 +1,75 @@
+/**
+ * The work message of stream `PEG_DELIVERIES` (subject `peg.delivery.<webhook id>`): one attempt of one delivery,
+ * due at `not_before`. Each attempt is its own message with `Nats-Msg-Id` = the attempt's delivery-record id, and
+ * the ids of later attempts are derived from the first one, so a worker that crashes between recording an attempt
+ * and acknowledging its message publishes the very same follow-up again (the server drops the duplicate).
+ */
+import { createHash } from "node:crypto";
+import type { JetStreamClient } from "@nats-io/jetstream";
+import type { EpochMs } from "../methodology/index.ts";
+
+export const DELIVERY_SUBJECT_PREFIX = "peg.delivery.";
+
+export interface DeliveryWork {
+  readonly v: 1;
+  /** The delivery record of this attempt (`x-svc-delivery-id`). */
+  readonly delivery_id: string;
+  /** The delivery record of attempt 1 of this chain; later attempts' ids derive from it. */
+  readonly root_id: string;
+  readonly webhook_id: string;
+  readonly event_id: string;
+  /** Null for a test event. */
+  readonly alert_id: string | null;
+  /** 1-based. */
+  readonly attempt: number;
+  /** Epoch ms before which the attempt must not run. */
+  readonly not_before: EpochMs;
+  /** The serialised event (interface 6.1): signed and sent as is, or formatted for a chat host. */
+  readonly body: string;
+  readonly test: boolean;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A name-based UUIDv8 (SHA-256), as `eventIdFor` builds event ids. */
+export function derivedUuid(...parts: string[]): string {
+  const bytes = createHash("sha256").update(["peg-oracle/delivery/v1", ...parts].join("\u0000"), "utf8").digest().subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x80;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const h = bytes.toString("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** The delivery-record id of attempt `attempt` of the chain whose first attempt is `rootId`. */
+export function attemptId(rootId: string, attempt: number): string {
+  return attempt === 1 ? rootId : derivedUuid("attempt", rootId, String(attempt));
+}
+
+/** Parses a work message; null for anything malformed (it is terminated, never retried). */
+export function parseWork(data: Uint8Array): DeliveryWork | null {
+  let m: unknown;
+  try {
+    m = JSON.parse(new TextDecoder().decode(data));
+  } catch {
+    return null;
+  }
+  if (typeof m !== "object" || m === null) return null;
+  const w = m as Record<string, unknown>;
+  const ok =
+    w["v"] === 1 &&
+    typeof w["delivery_id"] === "string" && UUID.test(w["delivery_id"]) &&
+    typeof w["root_id"] === "string" && UUID.test(w["root_id"]) &&
+    typeof w["webhook_id"] === "string" && UUID.test(w["webhook_id"]) &&
+    typeof w["event_id"] === "string" && UUID.test(w["event_id"]) &&
+    (w["alert_id"] === null || typeof w["alert_id"] === "string") &&
+    Number.isInteger(w["attempt"]) && (w["attempt"] as number) >= 1 &&
+    Number.isSafeInteger(w["not_before"]) &&
+    typeof w["body"] === "string" &&
+    typeof w["test"] === "boolean";
+  return ok ? (w as unknown as DeliveryWork) : null;
+}
+
+/** Publishes one attempt's work message, de-duplicated by its delivery id. */
+export async function publishWork(js: JetStreamClient, work: DeliveryWork): Promise<void> {
+  await js.publish(`${DELIVERY_SUBJECT_PREFIX}${work.webhook_id}`, JSON.stringify(work), { msgID: work.delivery_id });
+}
