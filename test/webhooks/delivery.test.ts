@@ -9,7 +9,7 @@
  * answers 500 (each event is dead-lettered after the sixth attempt; WEBHOOK_TIME_SCALE runs the 2 h 35 min schedule
  * in seconds). Replay then re-sends only the undelivered events, with their original ids.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -21,6 +21,7 @@ import { BOT_TOKEN, JWT_SECRET, widgetPayload } from "../http/helpers.ts";
 import { NAME, startReceiver, type Receiver } from "../delivery/receiver.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { freePort, waitFor } from "../support/ports.ts";
+import { writeWebhookScenario } from "./scenario.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -38,19 +39,6 @@ let base: string;
 let token: string;
 let startedAt: number;
 let feedEnded = false;
-
-/** USDC pegged for 300 s, at 0.99 for 240 s, pegged, at 0.97 for 240 s, pegged again: 5 transitions over 25 min. */
-function writeScenario(t0: number): string {
-  const lines: string[] = [];
-  for (let s = 0; s <= 1500; s += 10) {
-    const m = s >= 300 && s < 540 ? "0.9900" : s >= 900 && s < 1140 ? "0.9700" : "1.0000";
-    const ts = new Date(t0 + s * 1000).toISOString();
-    lines.push(JSON.stringify({ ts, asset: "USDC", intrinsic_usd: "1", market_usd: m, oracle: { "USDC/USD": { price: m, conf: "0.0004", publish_time: ts } } }));
-  }
-  const path = join(dir, "webhooks.jsonl");
-  writeFileSync(path, `# title: two USDC dips for the webhook test\n${lines.join("\n")}\n`);
-  return path;
-}
 
 async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: Obj }> {
   const res = await fetch(base + path, {
@@ -88,7 +76,7 @@ beforeAll(async () => {
   rx = await startReceiver();
   const port = await freePort();
   startedAt = Math.floor(Date.now() / 10_000) * 10_000;
-  const scenario = writeScenario(startedAt);
+  const scenario = writeWebhookScenario(dir, startedAt);
   const config = parseConfig({
     PORT: String(port),
     HOST: "127.0.0.1",
