@@ -31,9 +31,10 @@ export interface DeliveryWork {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** A name-based UUIDv8 (SHA-256), as `eventIdFor` builds event ids. */
+/** A name-based UUIDv8 (SHA-256), as `eventIdFor` builds event ids; parts are length-prefixed, so unambiguous. */
 export function derivedUuid(...parts: string[]): string {
-  const bytes = createHash("sha256").update(["peg-oracle/delivery/v1", ...parts].join("\u0000"), "utf8").digest().subarray(0, 16);
+  const input = ["peg-oracle/delivery/v1", ...parts].map((p) => `${Buffer.byteLength(p, "utf8")}:${p}`).join("");
+  const bytes = createHash("sha256").update(input, "utf8").digest().subarray(0, 16);
   bytes[6] = (bytes[6]! & 0x0f) | 0x80;
   bytes[8] = (bytes[8]! & 0x3f) | 0x80;
   const h = bytes.toString("hex");

@@ -121,8 +121,9 @@ export async function startDeliveryWorker(o: WorkerOptions): Promise<DeliveryWor
     if (row.status !== "pending") return enqueueNext(w, row); // done before a crash: only the follow-up may be missing
     const hook = await webhookById(o.db, w.webhook_id);
     const startedAt = o.now();
+    // A webhook deleted (deactivated) while its delivery waited: the attempt is closed without a request.
     if (hook === undefined || (!hook.is_active && !w.test)) {
-      await finishDelivery(o.db, row.id, { status: "failed", response_status: null, error: null, duration_ms: null, request_headers: null, response_body_excerpt: "webhook deleted", sent_at: null, next_attempt_at: null });
+      await finishDelivery(o.db, row.id, { status: "failed", response_status: null, error: null, duration_ms: null, request_headers: null, response_body_excerpt: null, sent_at: null, next_attempt_at: null });
       return;
     }
     let url = hook.url;

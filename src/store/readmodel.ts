@@ -107,8 +107,9 @@ export interface StatsRow {
   /** The newest raw sample's instant, or null when there is none. */
   readonly last_sample_at: EpochMs | null;
   /**
-   * Webhook delivery figures. There is no delivery table yet (webhooks come later), so these are the figures of
-   * "nothing attempted": counts 0, rate and latencies null, pending 0.
+   * Webhook delivery figures over the attempts of the trailing 24 h (one `deliveries` row per attempt; test events
+   * excluded): attempts made, delivered, failed (including the last attempt of a dead-lettered delivery),
+   * dead-lettered, delivered / attempts, p50/p95 of the delivered attempts' durations (ms), and attempts waiting now.
    */
   readonly delivery: {
     readonly attempts_24h: number;
@@ -144,20 +145,38 @@ export async function statsCounts(db: Executor, now: EpochMs): Promise<StatsRow>
     total += n;
     last = toMsOrNull(r.last, "max(samples.ts)");
   }
+  return { alerts_24h: total, transitions_by_state_24h: byState, last_sample_at: last, delivery: await deliveryStats(db, now) };
+}
+
+async function deliveryStats(db: Executor, now: EpochMs): Promise<StatsRow["delivery"]> {
+  const since = tsParam(now - DAY_MS);
+  const until = tsParam(now);
+  const { rows } = await sql<{ attempts: unknown; delivered: unknown; failed: unknown; dead: unknown; p50: unknown; p95: unknown; pending: unknown }>`
+    select
+      count(*) filter (where status <> 'pending' and sent_at is not null) as attempts,
+      count(*) filter (where status = 'delivered') as delivered,
+      count(*) filter (where status in ('failed', 'dead_lettered') and sent_at is not null) as failed,
+      count(*) filter (where status = 'dead_lettered') as dead,
+      percentile_disc(0.5) within group (order by duration_ms) filter (where status = 'delivered') as p50,
+      percentile_disc(0.95) within group (order by duration_ms) filter (where status = 'delivered') as p95,
+      (select count(*) from deliveries where status = 'pending' and not test) as pending
+    from deliveries
+    where not test
+      and coalesce(sent_at, scheduled_at) > ${since}::timestamptz
+      and coalesce(sent_at, scheduled_at) <= ${until}::timestamptz
+  `.execute(db);
+  const r = rows[0];
+  const attempts = r === undefined ? 0 : toInt(r.attempts, "stats.delivery.attempts");
+  const delivered = r === undefined ? 0 : toInt(r.delivered, "stats.delivery.delivered");
   return {
-    alerts_24h: total,
-    transitions_by_state_24h: byState,
-    last_sample_at: last,
-    delivery: {
-      attempts_24h: 0,
-      delivered_24h: 0,
-      failed_24h: 0,
-      dead_lettered_24h: 0,
-      success_rate_24h: null,
-      p50_latency_ms_24h: null,
-      p95_latency_ms_24h: null,
-      pending: 0,
-    },
+    attempts_24h: attempts,
+    delivered_24h: delivered,
+    failed_24h: r === undefined ? 0 : toInt(r.failed, "stats.delivery.failed"),
+    dead_lettered_24h: r === undefined ? 0 : toInt(r.dead, "stats.delivery.dead_lettered"),
+    success_rate_24h: attempts === 0 ? null : Math.round((delivered / attempts) * 10_000) / 10_000,
+    p50_latency_ms_24h: r === undefined ? null : toIntOrNull(r.p50, "stats.delivery.p50"),
+    p95_latency_ms_24h: r === undefined ? null : toIntOrNull(r.p95, "stats.delivery.p95"),
+    pending: r === undefined ? 0 : toInt(r.pending, "stats.delivery.pending"),
   };
 }
 
