@@ -40,7 +40,7 @@ export interface StatsCounts {
   readonly alerts_24h: number;
   readonly transitions_by_state_24h: Readonly<Record<string, number>>;
   readonly last_sample_at: EpochMs | null;
-  /** As the store computes it (counts 0 and rates null until webhook deliveries exist). */
+  /** As the store computes it from the delivery attempts of the trailing 24 h. */
   readonly delivery: StatsRow["delivery"];
 }
 

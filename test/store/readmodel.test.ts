@@ -16,10 +16,14 @@ import { D, PEG_STATES, decimalToWire, parseTimestamp, type Decimal, type Receip
 import { sampleMessage } from "../../src/streams/nats/messages.ts";
 import type { BatchMessage } from "../../src/streams/nats/consumer.ts";
 import { sampleProjector, transitionProjector, type ProjectorStats } from "../../src/streams/projector.ts";
+import { randomUUID } from "node:crypto";
 import {
   auditPage,
   calibrationFigures,
+  createWebhook,
+  insertDelivery,
   insertSamples,
+  upsertTelegramUser,
   latestAlertIds,
   openStore,
   snapshotFromStateEvent,
@@ -314,6 +318,34 @@ function describeReadModel(name: string, open: (clock: SimulatedClock) => Promis
     });
 
     describe("stats", () => {
+      test("delivery figures come from the attempts of the trailing 24 h (test events and older attempts excluded)", async () => {
+        const user = await upsertTelegramUser(store.db, { telegram_id: 9001, username: "ops", first_name: "Ops" }, NOW - DAY);
+        const w = await createWebhook(store.db, user.id, { url: "https://hooks.example.com/x", asset: "USDC", mint: USDC.mint, threshold_bps: 10, format: "signed" }, NOW - DAY);
+        if (w.kind !== "ok") throw new Error(`webhook not created: ${w.kind}`);
+        const base = { webhook_id: w.value.id, event_id: randomUUID(), alert_id: null, max_attempts: 6, response_status: null, error: null, request_headers: null, response_body_excerpt: null, next_attempt_at: null };
+        const attempt = (status: "pending" | "delivered" | "failed" | "dead_lettered", at: number, duration: number | null, test = false, n = 1) =>
+          insertDelivery(store.db, { ...base, event_id: randomUUID(), attempt: n, status, duration_ms: duration, scheduled_at: at, sent_at: status === "pending" ? null : at, test });
+        await attempt("delivered", NOW - HOUR, 40);
+        await attempt("delivered", NOW - 2 * HOUR, 120);
+        await attempt("delivered", NOW - 3 * HOUR, 80);
+        await attempt("failed", NOW - HOUR, 5000);
+        await attempt("dead_lettered", NOW - MIN, 5000, false, 6);
+        await attempt("pending", NOW + MIN, null, false, 2);
+        await attempt("delivered", NOW - HOUR, 1, true); // a test event: not counted
+        await attempt("delivered", NOW - DAY, 10); // exactly 24 h ago: outside the window
+        expect((await rm.stats(NOW)).delivery).toEqual({
+          attempts_24h: 5,
+          delivered_24h: 3,
+          failed_24h: 2,
+          dead_lettered_24h: 1,
+          success_rate_24h: 0.6,
+          p50_latency_ms_24h: 80,
+          p95_latency_ms_24h: 120,
+          pending: 1,
+        });
+        await sql`truncate deliveries, webhooks, users restart identity cascade`.execute(store.db);
+      });
+
       test("alerts of the trailing 24 h by target state (every state present) and the last sample instant", async () => {
         expect(await rm.stats(NOW)).toEqual({
           alerts_24h: 0,
