@@ -231,6 +231,20 @@ describe("webhook delivery through the running service", () => {
     expect((await api("POST", "/v1/me/webhooks/00000000-0000-4000-8000-000000000000/test")).status).toBe(404);
   });
 
+  it("honours a 429's longer Retry-After (scaled like the schedule) before the next attempt", async () => {
+    const created = await api("POST", "/v1/me/webhooks", { url: `https://${NAME}:${rx.port}/429-once`, asset: "USDC", threshold_bps: 10 });
+    expect(created.status).toBe(201);
+    const hookId = created.body["id"] as string;
+    expect((await api("POST", `/v1/me/webhooks/${hookId}/test`)).status).toBe(202);
+    await waitFor(async () => (await deliveries(hookId)).some((d) => d.status === "delivered"), 10_000, "the retry after the 429");
+    const [second, first] = (await deliveries(hookId)) as (DeliveryRow & { sent_at: string })[];
+    expect([first!.attempt, first!.status, first!.response_status, first!.error]).toEqual([1, "failed", 429, "http_status"]);
+    expect([second!.attempt, second!.status, second!.response_status]).toEqual([2, "delivered", 204]);
+    // Retry-After: 60 s at time scale 0.0005 is 30 ms, longer than the scheduled 2.5 ms: it wins.
+    expect(Date.parse(first!.next_attempt_at!) - Date.parse(first!.sent_at)).toBeGreaterThanOrEqual(30);
+    expect(Date.parse(second!.sent_at)).toBeGreaterThanOrEqual(Date.parse(first!.next_attempt_at!));
+  });
+
   it("the signing key survives a restart of the key ring: /v1/meta/webhook-keys still lists the kid that signed", async () => {
     const listed = (await (await fetch(`${base}/v1/meta/webhook-keys`)).json()) as { keys: { kid: string }[] };
     const kids = new Set(rx.received.map((r) => r.headers["x-svc-key-id"]));
