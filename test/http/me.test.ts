@@ -258,6 +258,23 @@ describe("webhooks", () => {
     expect(((await ah.send("GET", "/v1/me/webhooks", token)).body as { count: number }).count).toBe(11);
   });
 
+  it("test and replay: someone else's webhook is a 404, a bad window a 400, and without a delivery worker 503", async () => {
+    const { token } = await ah.login(1001);
+    const id = ((await ah.send("POST", "/v1/me/webhooks", token, hook)).body as { id: string }).id;
+    const since = new Date(NOW - 3_600_000).toISOString();
+    const other = await ah.login(2002, "Dave");
+    expectError(await ah.send("POST", `/v1/me/webhooks/${id}/test`, other.token), 404, "not_found");
+    expectError(await ah.send("POST", `/v1/me/webhooks/${id}/replay`, other.token, { since }), 404, "not_found");
+    expectError(await ah.send("POST", `/v1/me/webhooks/${id}/test`, null), 401, "unauthorized");
+    expectError(await ah.send("POST", `/v1/me/webhooks/${id}/replay`, token, { since: new Date(NOW - 8 * 86_400_000).toISOString() }), 400, "invalid_body");
+    expectError(await ah.send("POST", `/v1/me/webhooks/${id}/replay`, token, { since, until: new Date(NOW - 7_200_000).toISOString() }), 400, "invalid_body");
+    expectError(await ah.send("POST", `/v1/me/webhooks/${id}/replay`, token, { since: "yesterday" }), 400, "invalid_body");
+    expectError(await ah.send("POST", `/v1/me/webhooks/${id}/replay`, token, { since, extra: 1 }), 400, "invalid_body");
+    // This harness runs no delivery worker.
+    expectError(await ah.send("POST", `/v1/me/webhooks/${id}/test`, token), 503, "not_ready");
+    expectError(await ah.send("POST", `/v1/me/webhooks/${id}/replay`, token, { since }), 503, "not_ready");
+  });
+
   it("delivery history: newest first, limit <= 100, before cursor", async () => {
     const { token } = await ah.login(1001);
     const w = (await ah.send("POST", "/v1/me/webhooks", token, hook)).body as { id: string };
