@@ -85,6 +85,9 @@ export async function startDeliveryWorker(o: WorkerOptions): Promise<DeliveryWor
   const consumer = await js.consumers.get(stream, WORKER_DURABLE);
   const messages = await consumer.consume({ max_messages: limit * 2 });
   const inflight = new Set<Promise<void>>();
+  // Delivery ids being attempted: a second copy of the same attempt's message (re-published after a crash outside
+  // the duplicate window) waits until the first is recorded, then finds its row finished and sends nothing.
+  const attempting = new Set<string>();
 
   /** Queues the attempt after `row` (failed, with next_attempt_at): its pending row and its message. */
   const enqueueNext = async (w: DeliveryWork, row: DeliveryRecord): Promise<void> => {
@@ -187,12 +190,19 @@ export async function startDeliveryWorker(o: WorkerOptions): Promise<DeliveryWor
       m.nak(wait);
       return;
     }
+    if (attempting.has(w.delivery_id)) {
+      m.nak(1_000);
+      return;
+    }
+    attempting.add(w.delivery_id);
     try {
       await perform(w);
       m.ack();
     } catch (e) {
       o.log?.("warn", "delivery attempt failed to record; it will be redelivered", { delivery_id: w.delivery_id, error: e instanceof Error ? e.message : String(e) });
       m.nak(1_000);
+    } finally {
+      attempting.delete(w.delivery_id);
     }
   };
 
