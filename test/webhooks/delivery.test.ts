@@ -115,7 +115,7 @@ beforeAll(async () => {
   const b = await api("POST", "/v1/me/webhooks", { url: `https://${NAME}:${rx.port}/500`, asset: "USDC", threshold_bps: 10 });
   expect(b.status, JSON.stringify(b.body)).toBe(201);
   failing = b.body;
-  // The first transition is ~330 scenario seconds (5.5 s) in: the webhooks exist before it.
+  // The first transition is ~510 scenario seconds (8.5 s) in: the webhooks exist before it.
   expect(await service.store.alerts({ limit: 1, offset: 0 })).toHaveLength(0);
 
   await waitFor(() => feedEnded, 60_000, "the scenario to end");
