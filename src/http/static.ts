@@ -8,6 +8,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { extname, join } from "node:path";
 import type { HandledResult } from "./pipeline.ts";
+import { ifNoneMatchHits } from "./routes/feeds.ts";
 
 const TYPES: Readonly<Record<string, string>> = {
   ".html": "text/html; charset=utf-8",
@@ -72,7 +73,6 @@ export function staticResponse(file: StaticFile, ifNoneMatch: string | undefined
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
   };
-  const hit = ifNoneMatch !== undefined && ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === file.etag || t.trim() === "*");
-  if (hit) return { status: 304, headers };
+  if (ifNoneMatchHits(ifNoneMatch, file.etag)) return { status: 304, headers };
   return { status: 200, headers, text: file.body, contentType: file.contentType };
 }

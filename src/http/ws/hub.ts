@@ -11,6 +11,7 @@
 import type { Catalog, CatalogAsset } from "../../catalog/index.ts";
 import type { Clock } from "../../clock.ts";
 import { METHODOLOGY_VERSION, parseDecimal, riskScore, timestampToWire, type EpochMs, type PegState } from "../../methodology/index.ts";
+import { STALE_AFTER_MS } from "../routes/asset-card.ts";
 import {
   CLOSE,
   errorMessage,
@@ -111,7 +112,6 @@ export interface WsHubOptions {
   readonly wall?: () => number;
 }
 
-const STALE_AFTER_MS = 15 * 60_000;
 const ALL = "all";
 const HEARTBEAT_TOPIC = "hb";
 const assetTopic = (mint: string) => `a/${mint}`;
