@@ -78,6 +78,8 @@ export interface Config {
   readonly jwtSecret: string | null;
   /** Telegram bot token; null when unset. Secret. */
   readonly telegramBotToken: string | null;
+  /** Bot API base URL of alert messages (`<base>/bot<token>/sendMessage`). Default `https://api.telegram.org`. */
+  readonly telegramApiUrl: string;
   readonly features: FeaturesConfig;
   /** Browser origins allowed by CORS, normalised (`https://app.example.com`). Default none. */
   readonly corsOrigins: readonly string[];
@@ -134,6 +136,7 @@ export const CONFIG_VARIABLES = [
   { name: "SCENARIO_SPEED", default: "1", secret: false, description: "Speed multiplier of a scenario feed's clock, a positive decimal." },
   { name: "JWT_SECRET", default: null, secret: true, description: "HS256 session key, at least 32 bytes. Unset: login and /v1/me/* are disabled." },
   { name: "TELEGRAM_BOT_TOKEN", default: null, secret: true, description: "Telegram bot token for the login widget and alert messages. Unset: both are disabled." },
+  { name: "TELEGRAM_API_URL", default: "https://api.telegram.org", secret: false, description: "Telegram Bot API base URL for alert messages (sendMessage)." },
   { name: "CORS_ORIGINS", default: "", secret: false, description: "Comma-separated browser origins allowed by CORS, e.g. https://app.example.com." },
   { name: "RATE_LIMIT_PER_MIN", default: "60", secret: false, description: "Public requests per minute per client IP, integer >= 1." },
   { name: "TRUST_PROXY", default: "false", secret: false, description: "Read the client IP from X-Forwarded-For: false (default), true (the connected peer is the one trusted proxy), or a comma-separated list of trusted proxy IP addresses." },
@@ -229,6 +232,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     inspectPort: read("INSPECT_PORT", integerIn(1, 65_535)),
     jwtSecret,
     telegramBotToken,
+    telegramApiUrl: read("TELEGRAM_API_URL", parseHttpUrl, "https://api.telegram.org"),
     features: {
       auth: jwtSecret !== null,
       telegramLogin: jwtSecret !== null && telegramBotToken !== null,

@@ -29,7 +29,7 @@ import { transitionLine } from "../streams/replay.ts";
 import { scenarioFeed } from "../streams/scenario-feed.ts";
 import { simulatedLegs } from "../streams/sim-legs.ts";
 import { simulatedMarket } from "../streams/sim.ts";
-import { Dispatcher, openKeyRing, startDeliveryWorker, type DeliveryWorker, type Resolve } from "../delivery/index.ts";
+import { Dispatcher, dispatchHandler, openKeyRing, startDeliveryWorker, type DeliveryWorker, type Resolve } from "../delivery/index.ts";
 import { openStore, startRetention, type Store } from "../store/index.ts";
 import { startApi, type Api } from "../http/server.ts";
 import { loadScenario } from "./scenario-files.ts";
@@ -239,6 +239,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       baseUrl: config.webhookBaseUrl,
       timeScale: config.webhookTimeScale,
       log,
+      telegram: config.telegramBotToken !== null,
     });
     const worker = await startDeliveryWorker({
       nc,
@@ -248,15 +249,22 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       now: () => baseClock.now(),
       timeScale: config.webhookTimeScale,
       log,
+      ...(config.telegramBotToken === null ? {} : { telegram: { apiUrl: config.telegramApiUrl, botToken: config.telegramBotToken } }),
       ...(testOnly?.resolve === undefined ? {} : { resolve: testOnly.resolve }),
       ...(testOnly === undefined ? {} : { testOnly: { ...(testOnly.ca === undefined ? {} : { ca: testOnly.ca }), allowLoopback: testOnly.allowLoopback === true } }),
     });
     undo.push(() => worker.stop());
-    const dispatching: Subscription = link.acked$.subscribe((a) => {
-      if (!a.duplicate) void dispatcher.enqueue(a.receipt);
-    });
+    // Dispatch is a durable consumer of the transitions (from the next one, when first created): a transition
+    // acknowledged just before a crash is dispatched after the restart, and one dispatched twice changes nothing.
+    const dispatching = await startBatchConsumer(
+      nc,
+      topology.jsm,
+      { stream: TOPOLOGY.transitions.stream, durable: "delivery-dispatch", filterSubject: TOPOLOGY.transitions.subjects, maxBatch: 64, startAt: "new", onError },
+      dispatchHandler(dispatcher, (id) => store.markDispatched(id, baseClock.now()), onReject),
+    );
+    undo.push(() => dispatching.stop());
     const stopDelivery = async () => {
-      dispatching.unsubscribe();
+      await dispatching.stop();
       await dispatcher.idle();
       await worker.stop();
     };

@@ -74,6 +74,8 @@ export {
 } from "./attempt.ts";
 export { MAX_RETRY_AFTER_MS, firstAttempt, nextAttempt, waitBefore, type NextAttempt, type NextStep } from "./schedule.ts";
 export { openKeyRing, type KeyRing } from "./key-ring.ts";
-export { Dispatcher, type DispatcherOptions, type DispatchLog, type ReplayWindow } from "./dispatcher.ts";
+export { Dispatcher, dispatchHandler, type DispatcherOptions, type DispatchLog, type ReplayWindow, type TransitionMessage } from "./dispatcher.ts";
 export { startDeliveryWorker, WORKER_DURABLE, type DeliveryWorker, type WorkerOptions } from "./worker.ts";
 export { attemptId, derivedUuid, parseWork, publishWork, DELIVERY_SUBJECT_PREFIX, type DeliveryWork } from "./work.ts";
+export { decideTelegram, sendTelegram, telegramRequest, SEVERITY_ORDER, type TelegramDecision, type TelegramPreferences, type TelegramResult } from "./telegram.ts";
+export { parseAnyWork, publishTelegramWork, TELEGRAM_SUBJECT_PREFIX, type AnyWork, type TelegramWork } from "./work.ts";

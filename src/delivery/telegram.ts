@@ -78,7 +78,14 @@ export function telegramRequest(baseUrl: string, botToken: string, chatId: numbe
 
 export type TelegramResult =
   | { readonly status: "delivered"; readonly messageId: number }
-  | { readonly status: "failed"; readonly retryAfterMs: number | null; readonly error: string; readonly permanent: boolean };
+  | {
+      readonly status: "failed";
+      readonly retryAfterMs: number | null;
+      readonly error: string;
+      readonly permanent: boolean;
+      /** The Bot API's HTTP status; null when no answer came (timeout, refused). */
+      readonly responseStatus: number | null;
+    };
 
 /**
  * Sends one alert. The Bot API answers `{ok, result}` or `{ok: false, error_code, description, parameters?}`; a 429
@@ -104,7 +111,7 @@ export async function sendTelegram(
     });
   } catch (e) {
     const timeout = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError");
-    return { status: "failed", retryAfterMs: null, error: timeout ? "timeout" : "refused", permanent: false };
+    return { status: "failed", retryAfterMs: null, error: timeout ? "timeout" : "refused", permanent: false, responseStatus: null };
   }
   let json: { ok?: unknown; result?: { message_id?: unknown }; error_code?: unknown; description?: unknown; parameters?: { retry_after?: unknown } } = {};
   try {
@@ -116,5 +123,5 @@ export async function sendTelegram(
   const retryAfter = typeof json.parameters?.retry_after === "number" ? json.parameters.retry_after * 1000 : null;
   const description = typeof json.description === "string" ? json.description.slice(0, 200) : `HTTP ${res.status}`;
   const permanent = res.status >= 400 && res.status < 500 && res.status !== 429;
-  return { status: "failed", retryAfterMs: res.status === 429 ? retryAfter : null, error: `http_status: ${description}`, permanent };
+  return { status: "failed", retryAfterMs: res.status === 429 ? retryAfter : null, error: `http_status: ${description}`, permanent, responseStatus: res.status };
 }

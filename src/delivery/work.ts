@@ -70,6 +70,65 @@ export function parseWork(data: Uint8Array): DeliveryWork | null {
   return ok ? (w as unknown as DeliveryWork) : null;
 }
 
+/**
+ * One attempt of one Telegram notification (subject `peg.delivery.telegram.<subscription id>`, same stream and
+ * worker): the notification row counts the attempts, so attempt `n`'s message is de-duplicated by (row, n).
+ */
+export interface TelegramWork {
+  readonly v: 1;
+  readonly kind: "telegram";
+  readonly notification_id: string;
+  readonly subscription_id: number;
+  /** The user's Telegram id: a private chat with the bot. */
+  readonly chat_id: number;
+  readonly alert_id: string;
+  /** 1-based. */
+  readonly attempt: number;
+  readonly not_before: EpochMs;
+  /** The serialised event (interface 6.1), formatted as a chat message when sent. */
+  readonly body: string;
+}
+
+export const TELEGRAM_SUBJECT_PREFIX = `${DELIVERY_SUBJECT_PREFIX}telegram.`;
+
+/** Any work message of the stream: a webhook attempt (no `kind`, as first shipped) or a Telegram attempt. */
+export type AnyWork = { readonly kind: "webhook"; readonly work: DeliveryWork } | { readonly kind: "telegram"; readonly work: TelegramWork };
+
+function parseTelegramWork(w: Record<string, unknown>): TelegramWork | null {
+  const ok =
+    w["v"] === 1 &&
+    typeof w["notification_id"] === "string" && UUID.test(w["notification_id"]) &&
+    Number.isSafeInteger(w["subscription_id"]) &&
+    Number.isSafeInteger(w["chat_id"]) &&
+    typeof w["alert_id"] === "string" && UUID.test(w["alert_id"]) &&
+    Number.isInteger(w["attempt"]) && (w["attempt"] as number) >= 1 &&
+    Number.isSafeInteger(w["not_before"]) &&
+    typeof w["body"] === "string";
+  return ok ? (w as unknown as TelegramWork) : null;
+}
+
+/** Parses a work message of either kind; null for anything malformed (terminated, never retried). */
+export function parseAnyWork(data: Uint8Array): AnyWork | null {
+  let m: unknown;
+  try {
+    m = JSON.parse(new TextDecoder().decode(data));
+  } catch {
+    return null;
+  }
+  if (typeof m !== "object" || m === null) return null;
+  if ((m as Record<string, unknown>)["kind"] === "telegram") {
+    const work = parseTelegramWork(m as Record<string, unknown>);
+    return work === null ? null : { kind: "telegram", work };
+  }
+  const work = parseWork(data);
+  return work === null ? null : { kind: "webhook", work };
+}
+
+/** Publishes one Telegram attempt's work message, de-duplicated by (notification, attempt). */
+export async function publishTelegramWork(js: JetStreamClient, work: TelegramWork): Promise<void> {
+  await js.publish(`${TELEGRAM_SUBJECT_PREFIX}${work.subscription_id}`, JSON.stringify(work), { msgID: `telegram:${work.notification_id}:${work.attempt}` });
+}
+
 /** Publishes one attempt's work message, de-duplicated by its delivery id. */
 export async function publishWork(js: JetStreamClient, work: DeliveryWork): Promise<void> {
   await js.publish(`${DELIVERY_SUBJECT_PREFIX}${work.webhook_id}`, JSON.stringify(work), { msgID: work.delivery_id });

@@ -12,7 +12,19 @@
 import { AckPolicy, DeliverPolicy, jetstream, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { EpochMs } from "../methodology/index.ts";
-import { deliveryById, finishDelivery, insertDeliveryOnce, recordWebhookOutcome, webhookById, type DeliveryRecord, type Executor } from "../store/index.ts";
+import {
+  deliveryById,
+  finishDelivery,
+  insertDeliveryOnce,
+  notificationById,
+  recordNotificationAttempt,
+  recordWebhookOutcome,
+  subscriptionIsActive,
+  suppressNotification,
+  webhookById,
+  type DeliveryRecord,
+  type Executor,
+} from "../store/index.ts";
 import { attemptDelivery, type AttemptResult } from "./attempt.ts";
 import { chatMessage, type ChatMessage } from "./chat.ts";
 import type { DispatchLog } from "./dispatcher.ts";
@@ -23,7 +35,8 @@ import { nextAttempt } from "./schedule.ts";
 import { signDelivery, unixSeconds } from "./signing.ts";
 import type { Resolve } from "./ssrf.ts";
 import { systemResolve } from "./pinned-request.ts";
-import { attemptId, DELIVERY_SUBJECT_PREFIX, parseWork, publishWork, type DeliveryWork } from "./work.ts";
+import { sendTelegram } from "./telegram.ts";
+import { attemptId, DELIVERY_SUBJECT_PREFIX, parseAnyWork, publishTelegramWork, publishWork, type DeliveryWork, type TelegramWork } from "./work.ts";
 
 export const WORKER_DURABLE = "webhook-worker";
 
@@ -41,12 +54,14 @@ export interface WorkerOptions {
   readonly log?: DispatchLog;
   /** Default: the system resolver. */
   readonly resolve?: Resolve;
+  /** The Telegram Bot API (base URL and bot token) for `telegram` work; absent: such work is closed unsent. */
+  readonly telegram?: { readonly apiUrl: string; readonly botToken: string };
   /** Tests only: extra trusted CA (a test receiver's) and loopback destinations allowed. */
   readonly testOnly?: { readonly ca?: string; readonly allowLoopback?: boolean };
 }
 
 export interface DeliveryWorker {
-  readonly stats: { attempts: number; delivered: number; failed: number; deadLettered: number };
+  readonly stats: { attempts: number; delivered: number; failed: number; deadLettered: number; telegram: { attempts: number; delivered: number; deadLettered: number } };
   /** Stops taking messages and waits for the attempts in flight. Idempotent. */
   stop(): Promise<void>;
 }
@@ -66,7 +81,7 @@ export async function startDeliveryWorker(o: WorkerOptions): Promise<DeliveryWor
   const scale = o.timeScale ?? 1;
   const resolve = o.resolve ?? systemResolve;
   const limit = o.concurrency ?? 16;
-  const stats = { attempts: 0, delivered: 0, failed: 0, deadLettered: 0 };
+  const stats = { attempts: 0, delivered: 0, failed: 0, deadLettered: 0, telegram: { attempts: 0, delivered: 0, deadLettered: 0 } };
   const stream = "PEG_DELIVERIES";
   try {
     await o.jsm.consumers.info(stream, WORKER_DURABLE);
@@ -178,31 +193,86 @@ export async function startDeliveryWorker(o: WorkerOptions): Promise<DeliveryWor
     await enqueueNext(w, { ...row, status: "failed", next_attempt_at: step.at });
   };
 
+  /**
+   * One Telegram attempt. The notification row counts attempts: attempt n runs only while the row is pending with
+   * n - 1 made, and its outcome is recorded by a conditional update, so a redelivered message never sends twice;
+   * a message for an attempt already recorded only re-publishes the follow-up (idempotent by its message id).
+   */
+  const performTelegram = async (w: TelegramWork): Promise<void> => {
+    const row = await notificationById(o.db, w.notification_id);
+    if (row === undefined) {
+      o.log?.("warn", "telegram work without its notification; dropped", { notification_id: w.notification_id });
+      return;
+    }
+    if (row.status !== "pending") return;
+    if (row.attempts >= w.attempt) {
+      // Recorded before a crash; the follow-up's message may be missing.
+      await publishTelegramWork(js, { ...w, attempt: row.attempts + 1, not_before: row.due_at });
+      return;
+    }
+    if (row.attempts !== w.attempt - 1) return; // a stale message of an attempt that never was
+    if (o.telegram === undefined) {
+      await suppressNotification(o.db, row.id, "telegram_disabled");
+      return;
+    }
+    if (!(await subscriptionIsActive(o.db, row.subscription_id))) {
+      await suppressNotification(o.db, row.id, "subscription_inactive");
+      return;
+    }
+    let event: WebhookEvent;
+    try {
+      event = JSON.parse(w.body) as WebhookEvent;
+    } catch {
+      await recordNotificationAttempt(o.db, row.id, { attempt: w.attempt, status: "dead_lettered", response_status: null, error: "malformed event", message_id: null, sent_at: o.now(), due_at: null });
+      return;
+    }
+    const sentAt = o.now();
+    const result = await sendTelegram(o.telegram.apiUrl, o.telegram.botToken, w.chat_id, event);
+    stats.telegram.attempts++;
+    if (result.status === "delivered") {
+      stats.telegram.delivered++;
+      await recordNotificationAttempt(o.db, row.id, { attempt: w.attempt, status: "delivered", response_status: 200, error: null, message_id: result.messageId, sent_at: sentAt, due_at: null });
+      return;
+    }
+    const responseStatus = result.responseStatus;
+    const step = result.permanent ? "dead_letter" : nextAttempt(Math.min(w.attempt, MAX_ATTEMPTS), o.now(), result.retryAfterMs, scale);
+    if (step === "dead_letter") {
+      stats.telegram.deadLettered++;
+      await recordNotificationAttempt(o.db, row.id, { attempt: w.attempt, status: "dead_lettered", response_status: responseStatus, error: result.error, message_id: null, sent_at: sentAt, due_at: null });
+      return;
+    }
+    const recorded = await recordNotificationAttempt(o.db, row.id, { attempt: w.attempt, status: "pending", response_status: responseStatus, error: result.error, message_id: null, sent_at: sentAt, due_at: step.at });
+    if (recorded) await publishTelegramWork(js, { ...w, attempt: w.attempt + 1, not_before: step.at });
+  };
+
   const handle = async (m: JsMsg): Promise<void> => {
-    const w = parseWork(m.data);
-    if (w === null) {
+    const parsed = parseAnyWork(m.data);
+    if (parsed === null) {
       o.log?.("warn", "malformed delivery work message; terminated", { seq: m.seq });
       m.term();
       return;
     }
+    const w = parsed.work;
     const wait = w.not_before - o.now();
     if (wait > 0) {
       m.nak(wait);
       return;
     }
-    if (attempting.has(w.delivery_id)) {
+    const key = parsed.kind === "webhook" ? parsed.work.delivery_id : `telegram:${parsed.work.notification_id}`;
+    if (attempting.has(key)) {
       m.nak(1_000);
       return;
     }
-    attempting.add(w.delivery_id);
+    attempting.add(key);
     try {
-      await perform(w);
+      if (parsed.kind === "webhook") await perform(parsed.work);
+      else await performTelegram(parsed.work);
       m.ack();
     } catch (e) {
-      o.log?.("warn", "delivery attempt failed to record; it will be redelivered", { delivery_id: w.delivery_id, error: e instanceof Error ? e.message : String(e) });
+      o.log?.("warn", "delivery attempt failed to record; it will be redelivered", { work: key, error: e instanceof Error ? e.message : String(e) });
       m.nak(1_000);
     } finally {
-      attempting.delete(w.delivery_id);
+      attempting.delete(key);
     }
   };
 

@@ -142,7 +142,7 @@ const isUniqueViolation = (e: unknown): boolean => typeof e === "object" && e !=
 // ---------------------------------------------------------------------------------------------------------------
 // Users.
 
-function userFromRow(r: Selectable<Database["users"]>): UserRecord {
+export function userFromRow(r: Selectable<Database["users"]>): UserRecord {
   const stored = (typeof r.preferences === "string" ? JSON.parse(r.preferences) : r.preferences) as Partial<Preferences> | null;
   return {
     id: toInt(r.id, "users.id"),
@@ -260,7 +260,7 @@ export async function purgeExpiredAuth(db: Executor, now: EpochMs): Promise<{ re
 // ---------------------------------------------------------------------------------------------------------------
 // Subscriptions.
 
-function subscriptionFromRow(r: Selectable<Database["subscriptions"]>): SubscriptionRecord {
+export function subscriptionFromRow(r: Selectable<Database["subscriptions"]>): SubscriptionRecord {
   return {
     id: toInt(r.id, "subscriptions.id"),
     user_id: toInt(r.user_id, "subscriptions.user_id"),

@@ -9,6 +9,7 @@ import { Migrator, type Migration, type MigrationProvider } from "kysely/migrati
 import * as initial from "./migrations/2026_11_21_0001_initial.ts";
 import * as readModels from "./migrations/2026_11_21_0002_read_models.ts";
 import * as accounts from "./migrations/2026_11_21_0003_accounts.ts";
+import * as dispatch from "./migrations/2026_11_21_0004_dispatch.ts";
 
 /** Any Kysely instance: migrations work below the app's table types (Kysely's Migrator takes `Kysely<any>`). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -18,6 +19,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "2026_11_21_0001_initial": initial,
   "2026_11_21_0002_read_models": readModels,
   "2026_11_21_0003_accounts": accounts,
+  "2026_11_21_0004_dispatch": dispatch,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -187,6 +187,32 @@ export interface SigningKeysTable {
   retires_at: NullableTimestamptz;
 }
 
+export interface DispatchLogTable {
+  /** `webhook:<uuid>` or `subscription:<id>`. */
+  target: string;
+  alert_id: string;
+  asset: string;
+  to_state: string;
+  ts: Timestamptz;
+}
+
+export interface NotificationsTable {
+  id: string;
+  subscription_id: Int8;
+  user_id: Int8;
+  channel: string;
+  alert_id: string;
+  status: string;
+  attempts: Generated<number>;
+  due_at: Timestamptz;
+  held_for_quiet_hours: Generated<boolean>;
+  response_status: number | null;
+  error: string | null;
+  message_id: ColumnType<string | number | bigint | null, number | string | null, number | string | null>;
+  created_at: Timestamptz;
+  sent_at: NullableTimestamptz;
+}
+
 export interface Database {
   assets: AssetsTable;
   asset_snapshots: AssetSnapshotsTable;
@@ -201,6 +227,8 @@ export interface Database {
   webhooks: WebhooksTable;
   deliveries: DeliveriesTable;
   signing_keys: SigningKeysTable;
+  dispatch_log: DispatchLogTable;
+  notifications: NotificationsTable;
 }
 
 /** What every repository takes first: the database or a transaction on it (STYLE: kysely example app). */

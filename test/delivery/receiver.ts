@@ -16,6 +16,8 @@ import { verifyDelivery, type ListedKey } from "../../src/delivery/index.ts";
 export const NAME = "hooks.delivery-test.example";
 /** Another name that resolves (in the tests) to the same receiver, but is not on its certificate. */
 export const OTHER_NAME = "other.delivery-test.example";
+/** Chat hosts the certificate also names, so a test can point a chat host's name (through its resolver) here. */
+export const CHAT_NAMES = ["hooks.slack.com", "discord.com"] as const;
 
 export interface Received {
   readonly path: string;
@@ -69,7 +71,7 @@ function readBody(req: IncomingMessage): Promise<string> {
 
 export async function startReceiver(): Promise<Receiver> {
   const dir = mkdtempSync(join(tmpdir(), "delivery-receiver-"));
-  writeFileSync(join(dir, "ext.cnf"), `subjectAltName=DNS:${NAME}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`);
+  writeFileSync(join(dir, "ext.cnf"), `subjectAltName=${[NAME, ...CHAT_NAMES].map((n) => `DNS:${n}`).join(",")}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`);
   const { ca, key, cert } = makeCertificates(dir);
   const received: Received[] = [];
   const acted: string[] = [];
@@ -115,6 +117,11 @@ export async function startReceiver(): Promise<Receiver> {
       return;
     }
     record(false);
+    // A chat host's incoming-webhook paths (Slack `/services/...`, Discord `/api/webhooks/...`) accept the message.
+    if (path.startsWith("/services/") || path.startsWith("/api/webhooks/")) {
+      res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+      return;
+    }
     switch (path) {
       case "/slow":
         held.push(res); // never answered: the client's budget must run out

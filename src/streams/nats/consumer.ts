@@ -19,6 +19,11 @@ export interface BatchConsumerOptions {
   readonly lingerMs?: number;
   /** Called when a batch fails; the batch is nak'ed and redelivered. */
   readonly onError?: (e: unknown) => void;
+  /**
+   * Where a newly created durable starts: `all` (default) from the first message the stream holds, `new` from the
+   * next one published (a consumer added to a stream with history must not act on that history).
+   */
+  readonly startAt?: "all" | "new";
 }
 
 export interface BatchConsumer {
@@ -47,7 +52,7 @@ export async function startBatchConsumer(
     await jsm.consumers.add(opts.stream, {
       durable_name: opts.durable,
       ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
+      deliver_policy: opts.startAt === "new" ? DeliverPolicy.New : DeliverPolicy.All,
       filter_subject: opts.filterSubject,
       max_ack_pending: maxBatch * 4,
       ack_wait: 30_000_000_000, // 30 s in nanoseconds: a batch not acked by then is redelivered
