@@ -17,7 +17,9 @@ usage:
   peg-oracle verify <bundle.json|url> [--json]      verify a replay bundle offline (exit 0 pass, 1 mismatch,
                                                     2 invalid input, 3 other methodology version)
   peg-oracle scenarios [--json]                     list the shipped scenario library
-  peg-oracle catalog [--json] [--all]               list the tracked assets`;
+  peg-oracle catalog [--json] [--all]               list the tracked assets
+  peg-oracle webhook-keys rotate [--json]           rotate the running service's webhook signing key (the old
+                                                    key stays listed as retiring for 7 days)`;
 
 /** Runs one CLI command and resolves with its exit code. `serve` resolves when the service has shut down. */
 export async function runCli(argv: readonly string[], io: CliIO): Promise<number> {
@@ -48,6 +50,10 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
       });
     case "catalog":
       return catalogCommand(rest, io, catalog);
+    case "webhook-keys": {
+      const { webhookKeysCommand } = await import("./webhook-keys.ts");
+      return webhookKeysCommand(rest, io, config);
+    }
     case "serve": {
       // Loaded on demand: the offline commands never pull in the feeds.
       const { serveCommand } = await import("./serve.ts");

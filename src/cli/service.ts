@@ -29,7 +29,7 @@ import { transitionLine } from "../streams/replay.ts";
 import { scenarioFeed } from "../streams/scenario-feed.ts";
 import { simulatedLegs } from "../streams/sim-legs.ts";
 import { simulatedMarket } from "../streams/sim.ts";
-import { Dispatcher, dispatchHandler, openKeyRing, startDeliveryWorker, type DeliveryWorker, type Resolve } from "../delivery/index.ts";
+import { Dispatcher, dispatchHandler, openKeyRing, serveKeyAdmin, startDeliveryWorker, type DeliveryWorker, type Resolve } from "../delivery/index.ts";
 import { openStore, startRetention, type Store } from "../store/index.ts";
 import { startApi, type Api } from "../http/server.ts";
 import { loadScenario } from "./scenario-files.ts";
@@ -228,6 +228,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
     const stopRetention = startRetention(store, baseClock);
     undo.push(stopRetention);
 
+
     // Webhook delivery, after the projectors: each acked transition is dispatched to the webhooks of its asset, and
     // the worker runs the attempts from PEG_DELIVERIES. Delivery timing is wall-clock time, whatever the feed's clock.
     const testOnly = io.webhookTestOnly;
@@ -254,6 +255,9 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       ...(testOnly === undefined ? {} : { testOnly: { ...(testOnly.ca === undefined ? {} : { ca: testOnly.ca }), allowLoopback: testOnly.allowLoopback === true } }),
     });
     undo.push(() => worker.stop());
+    // Key rotation requests (`peg-oracle webhook-keys rotate`) and re-reads after another process rotated.
+    const keyAdmin = serveKeyAdmin(nc, keyRing, () => baseClock.now(), { log });
+    undo.push(() => keyAdmin.stop());
     // Dispatch is a durable consumer of the transitions (from the next one, when first created): a transition
     // acknowledged just before a crash is dispatched after the restart, and one dispatched twice changes nothing.
     const dispatching = await startBatchConsumer(
@@ -264,6 +268,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
     );
     undo.push(() => dispatching.stop());
     const stopDelivery = async () => {
+      await keyAdmin.stop();
       await dispatching.stop();
       await dispatcher.idle();
       await worker.stop();

@@ -79,3 +79,4 @@ export { startDeliveryWorker, WORKER_DURABLE, type DeliveryWorker, type WorkerOp
 export { attemptId, derivedUuid, parseWork, publishWork, DELIVERY_SUBJECT_PREFIX, type DeliveryWork } from "./work.ts";
 export { decideTelegram, sendTelegram, telegramRequest, SEVERITY_ORDER, type TelegramDecision, type TelegramPreferences, type TelegramResult } from "./telegram.ts";
 export { parseAnyWork, publishTelegramWork, TELEGRAM_SUBJECT_PREFIX, type AnyWork, type TelegramWork } from "./work.ts";
+export { KEY_ADMIN_SUBJECTS, requestRotation, serveKeyAdmin, type KeyAdmin, type RotateReply } from "./key-admin.ts";

@@ -10,7 +10,7 @@
  *   creates of the same user are serialised.
  */
 import { randomUUID } from "node:crypto";
-import type { Selectable } from "kysely";
+import { sql, type Selectable } from "kysely";
 import type { EpochMs } from "../methodology/index.ts";
 import { atomically, toEnum, toEnumOrNull, toInt, toMs, toMsOrNull, tsParam, tsParamOrNull } from "./normalise.ts";
 import type { Database, Executor } from "./schema.ts";
@@ -580,6 +580,20 @@ export async function loadSigningKeys(db: Executor): Promise<SigningKeyRecord[]>
     public_key: r.public_key,
     private_key: r.private_key,
   }));
+}
+
+/** Any number, fixed: the advisory lock that serialises every change of the signing-key set across processes. */
+const SIGNING_KEYS_LOCK = 0x7065_6b65; // "peke"
+
+/**
+ * Runs `fn` in one transaction holding the signing keys' advisory lock, so two processes that start on an empty
+ * database (or rotate at once) change the key set one after the other: the second sees the first's key.
+ */
+export function withSigningKeysLock<T>(db: Executor, fn: (trx: Executor) => Promise<T>): Promise<T> {
+  return atomically(db, async (trx) => {
+    await sql`select pg_advisory_xact_lock(${SIGNING_KEYS_LOCK})`.execute(trx);
+    return fn(trx);
+  });
 }
 
 /**

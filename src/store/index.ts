@@ -88,6 +88,7 @@ export {
   purgeExpiredAuth,
   revokeToken,
   saveSigningKeys,
+  withSigningKeysLock,
   subscriptionsOf,
   updatePreferences,
   updateSubscription,

@@ -6,11 +6,16 @@ import { SimulatedClock } from "../../src/clock.ts";
 import { openKeyRing } from "../../src/delivery/index.ts";
 import { metaRoutes } from "../../src/http/routes/meta.ts";
 import { WebhookKeys } from "../../src/http/schemas/meta.ts";
-import { loadSigningKeys, openStore } from "../../src/store/index.ts";
+import { loadSigningKeys, openStore, type Store } from "../../src/store/index.ts";
 import { fakeReadModel, NOW } from "../http/fixtures.ts";
+import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "key-ring-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let pg: TestPostgres | null = null;
+afterAll(async () => {
+  await pg?.dispose();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 describe("webhook signing key ring", () => {
   it("creates one active key on a fresh store, keeps the same kid across a restart, and the route lists it", async () => {
@@ -44,5 +49,53 @@ describe("webhook signing key ring", () => {
       [kid, "retiring"],
     ]);
     await second.close();
+  });
+});
+
+describe("several processes on one database (PostgreSQL: one store per process)", () => {
+  let stores: Store[] = [];
+  afterAll(async () => {
+    for (const s of stores) await s.close();
+  });
+
+  it("processes starting at once on an empty database all sign with one key", async () => {
+    pg = await startPostgres();
+    const url = await pg.createDatabase();
+    const clock = new SimulatedClock(NOW);
+    stores = await Promise.all(Array.from({ length: 4 }, () => openStore({ kind: "postgres", url }, clock)));
+    const rings = await Promise.all(stores.map((s) => openKeyRing(s.db, NOW)));
+    expect(new Set(rings.map((r) => r.active().kid)).size).toBe(1);
+    const stored = await loadSigningKeys(stores[0]!.db);
+    expect(stored.map((k) => k.status)).toEqual(["active"]);
+    expect(stored[0]!.kid).toBe(rings[0]!.active().kid);
+  });
+
+  it("concurrent rotations leave one active key, every earlier one retiring, and a refresh adopts the stored set", async () => {
+    const rings = await Promise.all(stores.map((s) => openKeyRing(s.db, NOW)));
+    const first = rings[0]!.active().kid;
+    const kids = await Promise.all(rings.map((r, i) => r.rotate(NOW + 60_000 + i)));
+    const stored = await loadSigningKeys(stores[0]!.db);
+    const active = stored.filter((k) => k.status === "active");
+    expect(active).toHaveLength(1);
+    // Each rotation started from the set the previous one stored: nothing was lost, every key but one is retiring.
+    expect(stored).toHaveLength(kids.length + 1);
+    expect(new Set(stored.map((k) => k.kid))).toEqual(new Set([first, ...kids]));
+    expect(kids).toContain(active[0]!.kid);
+    for (const r of rings) await r.refresh(NOW + 120_000);
+    expect(new Set(rings.map((r) => r.active().kid))).toEqual(new Set([active[0]!.kid]));
+    expect(rings.every((r) => r.publicList(NOW + 120_000).keys.length === kids.length + 1)).toBe(true);
+  });
+});
+
+describe("one embedded database", () => {
+  it("concurrent first opens in one process create one key", async () => {
+    const store = await openStore({ kind: "pglite-memory" }, new SimulatedClock(NOW));
+    try {
+      const rings = await Promise.all(Array.from({ length: 5 }, () => openKeyRing(store.db, NOW)));
+      expect(new Set(rings.map((r) => r.active().kid)).size).toBe(1);
+      expect(await loadSigningKeys(store.db)).toHaveLength(1);
+    } finally {
+      await store.close();
+    }
   });
 });

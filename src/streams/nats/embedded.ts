@@ -78,6 +78,11 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
+/** The file beside the store directory holding the running embedded server's URL (removed when it stops). */
+export function embeddedNatsUrlFile(storeDir: string): string {
+  return join(dirname(storeDir), "nats.url");
+}
+
 /**
  * Starts `nats-server -c nats.conf` with JetStream stored in `storeDir`, on a free loopback port (the machine may
  * already run a server on 4222). Resolves once the port accepts connections.
@@ -113,6 +118,9 @@ export async function startEmbeddedNats(storeDir: string, opts: { binary?: strin
     }
     await new Promise((r) => setTimeout(r, 50));
   }
+  // Where local tools (`peg-oracle webhook-keys`) find this server: the port is chosen at random.
+  const urlFile = embeddedNatsUrlFile(storeDir);
+  writeFileSync(urlFile, `nats://127.0.0.1:${port}\n`);
   let stopped: Promise<void> | null = null;
   return {
     url: `nats://127.0.0.1:${port}`,
@@ -125,6 +133,7 @@ export async function startEmbeddedNats(storeDir: string, opts: { binary?: strin
         proc.once("exit", () => {
           clearTimeout(timer);
           rmSync(pidFile, { force: true });
+          rmSync(urlFile, { force: true });
           resolve();
         });
         proc.kill("SIGTERM");

@@ -1,5 +1,5 @@
 /** NATS JetStream for the engine: topology, publishing with a bounded window, snapshots, consumers, recovery. */
-export { startEmbeddedNats, NatsServerMissingError, NATS_CONF, type EmbeddedNats } from "./embedded.ts";
+export { embeddedNatsUrlFile, startEmbeddedNats, NatsServerMissingError, NATS_CONF, type EmbeddedNats } from "./embedded.ts";
 export { ensureTopology, subjects, TOPOLOGY, type Topology } from "./topology.ts";
 export { BoundedPublisher } from "./publisher.ts";
 export { SnapshotWriter } from "./snapshots.ts";
