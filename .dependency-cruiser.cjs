@@ -1,7 +1,8 @@
 /**
  * Dependency direction (STYLE.md "Layering, one direction only"):
  *   methodology  <-  actors  <-  streams, store  <-  http  <-  main.ts
- * catalog and wire sit beside actors: they may use methodology only. auth (pure token and login checks) uses nothing
+ * catalog and wire sit beside actors: they may use methodology only. advisory (the loop-exposure model) is pure like
+ * methodology and may use methodology and wire only; streams and http read it, never the reverse. auth (pure token and login checks) uses nothing
  * of the service; delivery (SSRF guard, signing, the webhook worker) sits beside streams.
  * A wrong import fails `npm test`.
  */
@@ -26,6 +27,19 @@ module.exports = {
       severity: "error",
       from: { path: "^src/(catalog|wire)/" },
       to: { path: "^src/(actors|streams|store|http|cli)/|^src/main\\.ts$" },
+    },
+    {
+      name: "advisory-is-pure",
+      comment: "src/advisory (loop-exposure model, cascades, privacy rule) is pure decimal math: methodology and wire only, no I/O.",
+      severity: "error",
+      from: { path: "^src/advisory/" },
+      to: { path: "^src/(actors|streams|store|http|cli|delivery|auth|catalog|anchor)/|^src/main\\.ts$|^src/(config|clock)\\.ts$|^node_modules/(?!decimal\\.js/)" },
+    },
+    {
+      name: "advisory-no-io-modules",
+      severity: "error",
+      from: { path: "^src/advisory/" },
+      to: { path: IO_MODULES },
     },
     {
       name: "actors-no-io",
@@ -59,6 +73,13 @@ module.exports = {
       severity: "error",
       from: { path: "^src/delivery/" },
       to: { path: "^src/(http|cli)/|^src/main\\.ts$" },
+    },
+    {
+      name: "anchor-below-http",
+      comment: "on-chain anchoring (memo format, transaction, RPC, worker) sits beside delivery: never above it.",
+      severity: "error",
+      from: { path: "^src/anchor/" },
+      to: { path: "^src/(http|cli|delivery|streams)/|^src/main\\.ts$" },
     },
     {
       name: "http-not-above",

@@ -48,7 +48,7 @@ async function buildHandle() {
   const { fakeReadModel } = await import("../test/http/fixtures.ts");
   const { withReadCaches } = await import("../src/http/server.ts");
   // The same read caches as the service (src/http/server.ts), so both servers run the production stack.
-  const routes = publicRoutes(withReadCaches(fakeReadModel()), { methodology: { releasedAt: "2026-07-24T00:00:00.000Z" } });
+  const routes = publicRoutes(withReadCaches(fakeReadModel()));
   return createPipeline({ router: new Router(routes), clock: systemClock, ratePerMinute: 1e9, corsOrigins: [] });
 }
 

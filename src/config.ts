@@ -5,9 +5,18 @@
  * a configuration from a plain object. Every problem is collected before anything throws, so an operator fixes a
  * broken deployment in one round trip instead of one variable per restart.
  */
+import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { join } from "node:path";
-import { DEFAULT_SUSTAINED_SECS, parseDecimal } from "./methodology/index.ts";
+import {
+  DEFAULT_SUSTAINED_SECS,
+  MethodologyRegistryError,
+  SHIPPED_REGISTRY,
+  ownRelease,
+  parseDecimal,
+  parseRegistry,
+  type MethodologyRelease,
+} from "./methodology/index.ts";
 
 /** Where samples come from. `scenario` replays `scenarios/<name>.jsonl` on a simulated clock. */
 export type FeedConfig =
@@ -111,7 +120,14 @@ export interface Config {
   /** Public base URL of this API, used for webhook events' `evidence_url`. Default `http://localhost:<PORT>`. */
   readonly webhookBaseUrl: string;
   readonly sources: SourcesConfig;
+  /**
+   * Lifecycle entry of the methodology this build implements (interface 2.12), from the registry file named by
+   * `METHODOLOGY_REGISTRY` or, unset, the shipped `src/methodology/registry.json`. Served at /v1/methodology/current;
+   * `serve` refuses to start when it is broken (docs/methodology-lifecycle.md).
+   */
+  readonly methodology: MethodologyRelease;
 }
+
 
 /** One row of the configuration reference (README, `--help`). `default: null` means unset by default. */
 export interface ConfigVariable {
@@ -152,6 +168,7 @@ export const CONFIG_VARIABLES = [
   { name: "JUPITER_API_KEY", default: null, secret: true, description: "Jupiter API key. Unset: the keyless tier is used." },
   { name: "SANCTUM_API_URL", default: "https://sanctum-api.ironforge.network", secret: false, description: "Sanctum API base URL (live feed)." },
   { name: "SOLANA_RPC_URL", default: "https://api.mainnet-beta.solana.com", secret: false, description: "Solana JSON-RPC URL (live feed)." },
+  { name: "METHODOLOGY_REGISTRY", default: null, secret: false, description: "Path to a methodology lifecycle registry (JSON, the shape of src/methodology/registry.json) that replaces the shipped one, e.g. to mark this build's version deprecated or broken (docs/methodology-lifecycle.md). Unset: the shipped registry." },
 ] as const satisfies readonly ConfigVariable[];
 
 export type ConfigVariableName = (typeof CONFIG_VARIABLES)[number]["name"];
@@ -259,6 +276,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
       sanctumApiUrl: read("SANCTUM_API_URL", parseHttpUrl, "https://sanctum-api.ironforge.network"),
       solanaRpcUrl: read("SOLANA_RPC_URL", parseHttpUrl, "https://api.mainnet-beta.solana.com"),
     },
+    methodology: read("METHODOLOGY_REGISTRY", parseMethodologyRegistry, ownRelease(SHIPPED_REGISTRY)),
   };
   const baseUrl = read("WEBHOOK_BASE_URL", parseHttpUrl);
 
@@ -356,6 +374,24 @@ function parseFeed(text: string): Parsed<FeedConfig> {
   // Or a scenario file of one's own: a path (with a slash) to a .jsonl file.
   if (name !== null && name.includes("/") && name.endsWith(".jsonl") && name.length <= 4096 && !name.includes("\0")) return ok({ kind: "scenario", name });
   return bad("expected sim, live, scenario:<name> (name of letters, digits, _ . -) or scenario:<path/to/file.jsonl>");
+}
+
+/** METHODOLOGY_REGISTRY: reads and validates the file, and picks this build's own version from it. */
+function parseMethodologyRegistry(path: string): Parsed<MethodologyRelease> {
+  if (path.includes("\0")) return bad("expected the path of a JSON file");
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    return bad(`cannot read the registry file: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  try {
+    return ok(ownRelease(parseRegistry(JSON.parse(text))));
+  } catch (e) {
+    if (e instanceof SyntaxError) return bad(`the registry file is not JSON: ${e.message}`);
+    if (e instanceof MethodologyRegistryError) return bad(e.message);
+    throw e;
+  }
 }
 
 function parseLogLevel(text: string): Parsed<LogLevel> {

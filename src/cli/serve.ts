@@ -1,6 +1,7 @@
 import type { Catalog } from "../catalog/index.ts";
 import { systemClock } from "../clock.ts";
 import { featureNotices, type Config } from "../config.ts";
+import { startupVerdict } from "../methodology/index.ts";
 import type { LogFn } from "../streams/nats/index.ts";
 import { EXIT, writeLine, type CliIO } from "./io.ts";
 import { startService } from "./service.ts";
@@ -17,10 +18,19 @@ function logger(io: CliIO, min: keyof typeof LEVELS): LogFn {
 /**
  * `serve`: runs the service (docs/lifecycle.md). Acknowledged transitions are printed as JSON lines on stdout; logs
  * are JSON lines on stderr. SIGINT/SIGTERM shut down in the documented order; a second signal exits at once.
+ * A broken methodology version (docs/methodology-lifecycle.md) is refused first, before any port or database opens.
  */
 export async function serveCommand(_args: readonly string[], io: CliIO, deps: { config: Config; catalog: Catalog }): Promise<number> {
   const { config, catalog } = deps;
   const log = logger(io, config.logLevel);
+  const m = config.methodology;
+  const verdict = startupVerdict(m);
+  const lifecycle = { methodology: m.version, status: m.status, superseded_by: m.superseded_by };
+  if (verdict.kind === "refuse") {
+    log("error", verdict.message, { ...lifecycle, fix_url: verdict.fix_url });
+    return EXIT.failure;
+  }
+  if (verdict.kind === "warn") log("warn", verdict.message, lifecycle);
   for (const note of featureNotices(config)) log("warn", note);
   // Signals are handled from the first instant: one that arrives during start-up shuts down right after it.
   const signalled = new Promise<NodeJS.Signals>((resolve) => {
@@ -54,7 +64,8 @@ export async function serveCommand(_args: readonly string[], io: CliIO, deps: { 
     assets: service.host.size,
     store: service.store.kind,
     nats: service.natsUrl,
-    methodology: "1.0.0",
+    methodology: m.version,
+    methodology_status: m.status,
   });
   const statsTimer = setInterval(() => {
     log("info", "stats", { link: service.link.stats, projected: service.projected });

@@ -29,6 +29,7 @@ import { transitionLine } from "../streams/replay.ts";
 import { scenarioFeed } from "../streams/scenario-feed.ts";
 import { simulatedLegs } from "../streams/sim-legs.ts";
 import { simulatedMarket } from "../streams/sim.ts";
+import { PositionsBook, simulatedPositions } from "../streams/positions/index.ts";
 import { Dispatcher, dispatchHandler, openKeyRing, serveKeyAdmin, startDeliveryWorker, type DeliveryWorker, type Resolve } from "../delivery/index.ts";
 import { openStore, startRetention, type Store } from "../store/index.ts";
 import { startApi, type Api } from "../http/server.ts";
@@ -274,6 +275,11 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       await worker.stop();
     };
 
+    // Advisory loop exposure: simulated lending positions (same seed as the simulated market), refreshed every minute.
+    const positions = new PositionsBook({ sources: [simulatedPositions({ assets: catalog.active, seed: config.simSeed })], clock, log });
+    await positions.start();
+    undo.push(() => positions.stop());
+
     let intakeOpen = true;
     const api = await startApi({
       config,
@@ -295,6 +301,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       log,
       webhookKeys: (now) => keyRing.publicList(now),
       webhookDelivery: { test: (hook) => dispatcher.test(hook), replay: (hook, window) => dispatcher.replay(hook, window) },
+      advisory: positions,
       ...(testOnly === undefined
         ? {}
         : { destinationsForTests: { ...(testOnly.resolve === undefined ? {} : { resolve: testOnly.resolve }), allowLoopbackForTests: testOnly.allowLoopback === true } }),
@@ -341,6 +348,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
             intake.unsubscribe();
           }); // 1
           await step("stop the HTTP server", () => api.close());
+          await step("stop the positions book", () => positions.stop());
           await step("drain actors and flush snapshots", () => link.close()); // 2-3
           await step("stop actors", () => {
             acked.unsubscribe();

@@ -129,7 +129,7 @@ function operation(route: DocumentedRoute): Json {
   for (const [name, q] of Object.entries(spec.query ?? {})) {
     const schema = inlineSchema(q.doc ?? q.schema);
     if (q.default !== undefined) schema["default"] = q.default;
-    parameters.push({ name, in: "query", required: false, description: q.description, schema });
+    parameters.push({ name, in: "query", required: q.required === true, description: q.description, schema });
   }
 
   const responses: Record<string, Json> = {};

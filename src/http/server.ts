@@ -20,8 +20,6 @@ import { attachWs, uwsTransport } from "./ws/uws.ts";
 import { startLiveFeed, type LiveFeed } from "../streams/nats/index.ts";
 import type { NatsConnection } from "@nats-io/transport-node";
 
-/** When methodology 1.0.0 was released (the lifecycle registry of issue 7 will own this). */
-const METHODOLOGY_RELEASED_AT = "2026-07-24T00:00:00.000Z";
 /** The 24-hour windows and calibration figures are aggregates over thousands of rows: cached briefly. */
 const WINDOWS_TTL_MS = 30_000;
 const CALIBRATION_TTL_MS = 5 * 60_000;
@@ -49,6 +47,8 @@ export interface ApiDeps {
   readonly webhookKeys?: PublicRoutesOptions["webhookKeys"];
   /** The delivery worker's test and replay entry points; absent: those routes answer 503. */
   readonly webhookDelivery?: WebhookDeliveryControl;
+  /** The lending-positions book behind the advisory loop-exposure routes and the feed's `systemic`; absent: 503 / omitted. */
+  readonly advisory?: PublicRoutesOptions["advisory"];
   /** Tests only: the webhook registration check's resolver and loopback allowance (a receiver on this machine). */
   readonly destinationsForTests?: MeRouteOptions;
 }
@@ -168,10 +168,10 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
   }
   const wsClients = deps.wsClients ?? (hub === null ? undefined : () => hub.stats.clients);
   const routes = publicRoutes(readModel, {
-    methodology: { releasedAt: METHODOLOGY_RELEASED_AT },
     accounts: { model: createStoreAccountsModel(store, deps.webhookDelivery), ...(deps.destinationsForTests ?? {}) },
     ...(deps.webhookKeys === undefined ? {} : { webhookKeys: deps.webhookKeys }),
     ...(wsClients === undefined ? {} : { wsClients }),
+    ...(deps.advisory === undefined ? {} : { advisory: deps.advisory }),
   });
   const router = new Router([
     ...routes,

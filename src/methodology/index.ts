@@ -78,3 +78,20 @@ export {
 } from "./receipt.ts";
 export { sampleFromWire, sampleToWire, SampleFormatError, type SampleWire } from "./sample-wire.ts";
 export { FieldError } from "./errors.ts";
+export {
+  LIFECYCLE_DOC,
+  METHODOLOGY_STATUSES,
+  MethodologyRegistryError,
+  SHIPPED_REGISTRY,
+  compareVersions,
+  lifecycleAnchor,
+  ownRelease,
+  parseRegistry,
+  parseRelease,
+  releaseOf,
+  startupVerdict,
+  type MethodologyRegistry,
+  type MethodologyRelease,
+  type MethodologyStatus,
+  type StartupVerdict,
+} from "./lifecycle.ts";

@@ -195,10 +195,18 @@ export interface CalibrationRow {
 
 /**
  * Calibration figures of every asset in the store (active or not), by mint, in one statement and one pass over the
- * rollups. Percentiles are `percentile_disc` over |avg_discount| of the 1-minute rows (each row one observation,
- * unweighted): the smallest row value whose cumulative position reaches the fraction, so the result is an observed,
- * exact numeric. `percentile_cont` interpolates only in double precision, which could floor an exact 15 bps to 14;
- * the discrete form keeps the bps floor exact. The bps figure is floor(|discount| × 10,000).
+ * rollups (addendum A).
+ *
+ * Percentiles are **nearest-rank**: `percentile_disc(p)` over |avg_discount| of the 1-minute rows in (now - 7 d, now]
+ * (each row one observation, unweighted), which is the value at 1-based rank ceil(p × N) of the N values in ascending
+ * order, so the result is an observed, exact numeric. PostgreSQL forms that rank in float8; for p = 0.5, 0.95 and 0.99
+ * it equals the exact integer ceil(p × N) for every N up to 20,160 (a 7-day window holds at most 10,080 rows per
+ * asset), which test/http/calibration.test.ts checks against a reference. `percentile_cont` would interpolate in
+ * double precision and could floor an exact 15 bps to 14. The bps figure is floor(|discount| × 10,000), the integer
+ * the bands compare (methodology section 3). PGlite runs the same PostgreSQL code, so both backends agree exactly.
+ *
+ * With no rows in the 7 days the percentiles are null; `days_covered` counts the trailing 8 UTC days (today, up to
+ * `now`, and the 7 before) independently, so it can be 1 while the percentiles are null (rows only on the 8th day).
  */
 export async function calibrationFigures(db: Executor, now: EpochMs): Promise<CalibrationRow[]> {
   checkInstant(now, "now");

@@ -325,9 +325,9 @@ export function fakeReadModel(env: Readonly<Record<string, string>> = {}): FakeR
       },
     }),
     calibration: async (): Promise<CalibrationFigures[]> => [
-      { mint: asset("USDC").mint, days_covered: 8, p50_abs_bps_7d: 2, p95_abs_bps_7d: 16.5, p99_abs_bps_7d: 19.2, transitions_7d: 4 },
-      // 9.6 x 1.25 is 12.000000000000002 in floats; exactly 12.
-      { mint: asset("USDT").mint, days_covered: 3, p50_abs_bps_7d: 1, p95_abs_bps_7d: 3, p99_abs_bps_7d: 9.6, transitions_7d: 0 },
+      // Integer bps, as the store's floor(|discount| x 10000) gives them: 19 x 1.25 = 23.75 -> 24, 9 x 1.25 = 11.25 -> 12.
+      { mint: asset("USDC").mint, days_covered: 8, p50_abs_bps_7d: 2, p95_abs_bps_7d: 16, p99_abs_bps_7d: 19, transitions_7d: 4 },
+      { mint: asset("USDT").mint, days_covered: 3, p50_abs_bps_7d: 1, p95_abs_bps_7d: 3, p99_abs_bps_7d: 9, transitions_7d: 0 },
     ],
     audit: async (q) => {
       rm.auditCalls.push(q);

@@ -31,7 +31,6 @@ import { catalog, DEAD_ID, fakeReadModel, NOW, PENDING_ID, UNKNOWN_ID } from "./
 // explore other inputs locally.
 fc.configureGlobal({ seed: Number(process.env["FUZZ_SEED"] ?? 20261121) });
 
-const RELEASED_AT = "2026-06-01T00:00:00.000Z";
 const ORIGIN = "https://app.example.com";
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const RUNS = 300;
@@ -41,7 +40,8 @@ const SOCKET_RUNS = 150;
 // The system under test.
 
 const rm = fakeReadModel();
-const routes: DocumentedRoute[] = publicRoutes(rm, { methodology: { releasedAt: RELEASED_AT } });
+// A positions book with no leverage tracked, so the advisory routes reach their handlers (without one they are 503).
+const routes: DocumentedRoute[] = publicRoutes(rm, { advisory: { snapshot: () => ({ updatedAt: NOW, byMint: new Map() }) } });
 const router = new Router(routes);
 const clock = new SimulatedClock(NOW);
 /** Unexpected errors the pipeline rendered as 500 (with the request), to explain a failing run. */
@@ -399,7 +399,8 @@ function queryValueArb(key: string): fc.Arbitrary<string> {
   const kinds: Readonly<Record<string, fc.Arbitrary<string>>> = {
       limit: integerText,
       offset: integerText,
-      shock_bps: integerText,
+      // The preset shocks (so simulate-depeg answers 200 too) and any integer text (mostly a 400).
+      shock_bps: fc.oneof(fc.constantFrom("100", "250", "500", "1000", "2000"), integerText),
       from: timestampText,
       to: timestampText,
       since: timestampText,

@@ -16,7 +16,8 @@ import { ApiErrorSchema, schemaById } from "../../src/http/schemas/index.ts";
 import type { HttpResult } from "../../src/http/types.ts";
 import { fakeReadModel, NOW, type FakeReadModel } from "./fixtures.ts";
 
-export const RELEASED_AT = "2026-06-01T00:00:00.000Z";
+/** released_at of methodology 1.0.0 in the shipped lifecycle registry (src/methodology/registry.json). */
+export const RELEASED_AT = "2026-07-24T00:00:00.000Z";
 
 export interface Answer {
   readonly status: number;
@@ -107,7 +108,6 @@ function routeOf(routes: readonly DocumentedRoute[], method: string, rawPath: st
 export function harness(opts: HarnessOptions = {}): Harness {
   const rm = fakeReadModel(opts.env);
   const routes = publicRoutes(rm, {
-    methodology: { releasedAt: RELEASED_AT },
     webhookIpsUpdatedAt: NOW - 60_000,
     ...(opts.wsClients === undefined ? {} : { wsClients: opts.wsClients }),
     ...(opts.accounts === undefined ? {} : { accounts: opts.accounts }),

@@ -2,6 +2,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { ApiError } from "../../src/http/errors.ts";
 import { Router } from "../../src/http/router.ts";
 import { publicRoutes } from "../../src/http/routes/index.ts";
+import { MethodologyRegistryError } from "../../src/methodology/index.ts";
 import { fakeReadModel, NOW } from "./fixtures.ts";
 import { harness, type Harness } from "./helpers.ts";
 
@@ -111,19 +112,19 @@ describe("router integration", () => {
 
   it("the requestsWsClients alias feeds ws_clients", async () => {
     const rm = fakeReadModel();
-    const router = new Router(publicRoutes(rm, { methodology: { releasedAt: NOW }, requestsWsClients: () => 3 }));
+    const router = new Router(publicRoutes(rm, { requestsWsClients: () => 3 }));
     const res = await router.handle({ method: "GET", path: "/v1/stats", query: new URLSearchParams(), headers: {}, ip: "::1", requestId: "r", body: null });
     expect((res.json as Obj).ws_clients).toBe(3);
   });
 
   it("a broken methodology needs a fix_url, which it then reports", async () => {
     const rm = fakeReadModel();
-    expect(() => publicRoutes(rm, { methodology: { releasedAt: NOW, status: "broken" } })).toThrow(RangeError);
-    const router = new Router(
-      publicRoutes(rm, { methodology: { releasedAt: NOW, status: "broken", statusReason: "hash bug", supersededBy: "1.0.1", fixUrl: "/docs#lifecycle" } }),
-    );
+    const broken = { ...rm.config.methodology, status: "broken" as const, status_reason: "hash bug", superseded_by: "1.0.1", fix_url: null };
+    expect(() => publicRoutes({ ...rm, config: { ...rm.config, methodology: broken } })).toThrow(MethodologyRegistryError);
+    const fixUrl = "docs/methodology-lifecycle.md#broken";
+    const router = new Router(publicRoutes({ ...rm, config: { ...rm.config, methodology: { ...broken, fix_url: fixUrl } } }));
     const res = await router.handle({ method: "GET", path: "/v1/methodology/current", query: new URLSearchParams(), headers: {}, ip: "::1", requestId: "r", body: null });
-    expect(res.json).toMatchObject({ status: "broken", status_reason: "hash bug", superseded_by: "1.0.1", fix_url: "/docs#lifecycle" });
+    expect(res.json).toMatchObject({ status: "broken", status_reason: "hash bug", superseded_by: "1.0.1", fix_url: fixUrl });
     await expect(router.handle({ method: "GET", path: "/nope", query: new URLSearchParams(), headers: {}, ip: "::1", requestId: "r", body: null })).rejects.toBeInstanceOf(ApiError);
   });
 });

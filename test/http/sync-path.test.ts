@@ -14,7 +14,7 @@ function setup() {
   let loads = 0;
   const counted = { ...rm, snapshots: () => (loads++, rm.snapshots()) };
   const cachedRm = withReadCaches(counted);
-  const handle = createPipeline({ router: new Router(publicRoutes(cachedRm, { methodology: { releasedAt: "2026-07-24T00:00:00.000Z" } })), clock: rm.clock, ratePerMinute: 1e9, corsOrigins: [] });
+  const handle = createPipeline({ router: new Router(publicRoutes(cachedRm)), clock: rm.clock, ratePerMinute: 1e9, corsOrigins: [] });
   const get = (path: string, headers: Record<string, string> = {}): Handled => handle({ method: "GET", path, query: new URLSearchParams(), headers, ip: "10.0.0.1", body: null });
   return { rm, get, loads: () => loads };
 }

@@ -1,14 +1,16 @@
 /** Feeds and aggregates (interface 4.3): alerts, stats, calibration, the peg feed and the methodology status. */
 import { createHash } from "node:crypto";
+import { systemicBody, type ExposureReader, type SystemicBody } from "../../advisory/index.ts";
 import type { CatalogAsset } from "../../catalog/index.ts";
 import {
   D,
-  METHODOLOGY_VERSION,
   PEG_STATES,
   isCrThresholds,
+  parseRelease,
   spreadEntryLevels,
   timestampToWire,
   type EpochMs,
+  type MethodologyRelease,
   type PegState,
 } from "../../methodology/index.ts";
 import type { AlertRecord } from "../../store/index.ts";
@@ -35,21 +37,10 @@ import { marketCapOf, publishedOf, riskScoreOf } from "./asset-card.ts";
 import { receiptPath } from "./common.ts";
 import { JSON_TYPE, jsonResult, type DocumentedRoute } from "./spec.ts";
 
-/** Lifecycle of the methodology this deployment implements (interface 2.12). */
-export interface MethodologyOptions {
-  /** Release instant of methodology 1.0.0 (epoch ms or RFC 3339). */
-  readonly releasedAt: EpochMs | string;
-  /** Default `active`. */
-  readonly status?: "active" | "deprecated" | "broken";
-  readonly statusReason?: string | null;
-  readonly supersededBy?: string | null;
-  /** Required when `status` is `broken`: where the lifecycle section explains the fix. */
-  readonly fixUrl?: string;
-}
-
 export interface FeedRouteOptions {
   readonly wsClients?: () => number;
-  readonly methodology: MethodologyOptions;
+  /** The positions book behind each signal's advisory `systemic` block; absent: no signal carries one. */
+  readonly advisory?: ExposureReader;
 }
 
 export function alertRow(a: AlertRecord): AlertRowBody {
@@ -79,6 +70,11 @@ export function suggestedDriftBps(p99: number | null): number | null {
   return p99 === null ? null : new D(p99).times("1.25").ceil().toNumber();
 }
 
+/**
+ * One calibration row (addendum A) from the store's figures. Without figures or rows: `days_covered` 0 (or what the
+ * store counted), the three percentiles and `suggested_drift_bps` null, `transitions_7d` as counted, `status` "ok"
+ * (nothing shows the asset noisy). A collateral-ratio asset has no drift_bps to compare against: always "ok".
+ */
 export function calibrationRow(a: CatalogAsset, f: CalibrationFigures | undefined): CalibrationRowBody {
   const p95 = f?.p95_abs_bps_7d ?? null;
   const p99 = f?.p99_abs_bps_7d ?? null;
@@ -102,7 +98,8 @@ export function calibrationRow(a: CatalogAsset, f: CalibrationFigures | undefine
   };
 }
 
-export function pegSignal(a: CatalogAsset, snap: SnapshotView | undefined, latestAlert: string | undefined, now: EpochMs): PegFeedSignalBody {
+/** One feed signal; `systemic` (advisory, interface 2.8) is omitted, not null, when no leverage is tracked. */
+export function pegSignal(a: CatalogAsset, snap: SnapshotView | undefined, latestAlert: string | undefined, now: EpochMs, systemic?: SystemicBody): PegFeedSignalBody {
   const p = snap === undefined ? null : publishedOf(snap, now);
   return {
     mint: a.mint,
@@ -119,6 +116,7 @@ export function pegSignal(a: CatalogAsset, snap: SnapshotView | undefined, lates
     stale: p === null || p.stale,
     receipt_url: latestAlert === undefined ? null : receiptPath(latestAlert),
     updated_at: snap === undefined ? null : timestampToWire(snap.updated_at),
+    ...(systemic === undefined ? {} : { systemic }),
   };
 }
 
@@ -129,39 +127,46 @@ export function ifNoneMatchHits(header: string | undefined, etag: string): boole
   return header.split(",").some((t) => t.trim() === "*" || bare(t) === etag);
 }
 
-export function methodologyStatus(m: MethodologyOptions): MethodologyStatusBody {
-  const status = m.status ?? "active";
-  const releasedMs = typeof m.releasedAt === "number" ? m.releasedAt : Date.parse(m.releasedAt);
-  if (!Number.isSafeInteger(releasedMs)) throw new RangeError(`methodology releasedAt is not a timestamp: ${String(m.releasedAt)}`);
-  if (status === "broken" && m.fixUrl === undefined) throw new RangeError("a broken methodology needs a fixUrl");
+/**
+ * The /v1/methodology/current body (interface 2.12) of a lifecycle registry entry, checked again here because a
+ * caller may hand in any object: `fix_url` is present only when broken (and then always).
+ */
+export function methodologyStatus(release: MethodologyRelease): MethodologyStatusBody {
+  const r = parseRelease(release);
   return {
-    version: METHODOLOGY_VERSION,
-    status,
-    git_tag: `methodology-v${METHODOLOGY_VERSION}`,
-    released_at: timestampToWire(releasedMs),
-    status_reason: m.statusReason ?? null,
-    superseded_by: m.supersededBy ?? null,
-    ...(status === "broken" && m.fixUrl !== undefined ? { fix_url: m.fixUrl } : {}),
+    version: r.version,
+    status: r.status,
+    git_tag: r.git_tag,
+    released_at: r.released_at,
+    status_reason: r.status_reason,
+    superseded_by: r.superseded_by,
+    ...(r.status === "broken" && r.fix_url !== null ? { fix_url: r.fix_url } : {}),
   };
 }
 
-export function feedRoutes(rm: ReadModel, opts: FeedRouteOptions): DocumentedRoute[] {
-  const methodology = methodologyStatus(opts.methodology);
+/**
+ * The feed, calibration, stats and alert routes. The methodology status and the feed envelope's `methodology` come
+ * from the lifecycle registry entry in `rm.config.methodology` (shipped registry or METHODOLOGY_REGISTRY).
+ */
+export function feedRoutes(rm: ReadModel, opts: FeedRouteOptions = {}): DocumentedRoute[] {
+  const methodology = methodologyStatus(rm.config.methodology);
   /** The last served feed: reused while its content is unchanged, so its bytes (and strong ETag) stay identical. */
   let feedMemo: { readonly content: string; readonly body: Buffer; readonly etag: string; headers: Readonly<Record<string, string>> | null } | null = null;
-  let feedInputs: { readonly at: number; readonly snaps: unknown; readonly latest: unknown } | null = null;
+  let feedInputs: { readonly at: number; readonly snaps: unknown; readonly latest: unknown; readonly advisory: unknown } | null = null;
 
   /** The feed for these inputs: the same snapshot and alert maps within a second give the same signals (not rebuilt). */
   function feedAnswer(ifNoneMatch: string | undefined, snaps: ReadonlyMap<string, SnapshotView>, latest: ReadonlyMap<string, string>): HttpResult {
     const now = rm.clock.now();
-    if (feedInputs === null || feedInputs.snaps !== snaps || feedInputs.latest !== latest || now - feedInputs.at >= 1_000 || now < feedInputs.at) {
-      const data = rm.catalog.active.map((a) => pegSignal(a, snaps.get(a.mint), latest.get(a.mint), now));
+    const adv = opts.advisory?.snapshot() ?? null;
+    if (feedInputs === null || feedInputs.snaps !== snaps || feedInputs.latest !== latest || feedInputs.advisory !== adv || now - feedInputs.at >= 1_000 || now < feedInputs.at) {
+      const systemic = (mint: string) => (adv === null ? undefined : systemicBody(adv.byMint.get(mint), adv.updatedAt));
+      const data = rm.catalog.active.map((a) => pegSignal(a, snaps.get(a.mint), latest.get(a.mint), now, systemic(a.mint)));
       const content = JSON.stringify(data);
       if (feedMemo === null || feedMemo.content !== content) {
-        const body = Buffer.from(JSON.stringify(listEnvelope(data, now, { methodology: METHODOLOGY_VERSION })));
+        const body = Buffer.from(JSON.stringify(listEnvelope(data, now, { methodology: methodology.version })));
         feedMemo = { content, body, etag: `"${createHash("sha256").update(body).digest("hex")}"`, headers: null };
       }
-      feedInputs = { at: now, snaps, latest };
+      feedInputs = { at: now, snaps, latest, advisory: adv };
     }
     if (feedMemo === null) throw new Error("unreachable: the feed memo is built above");
     const headers = (feedMemo.headers ??= { etag: feedMemo.etag, "cache-control": "no-cache" });
@@ -237,7 +242,8 @@ export function feedRoutes(rm: ReadModel, opts: FeedRouteOptions): DocumentedRou
       },
       spec: {
         summary: "Threshold calibration",
-        description: `Per active asset, the 7-day |discount| distribution from 1-minute rows against its thresholds: suggested_drift_bps = ceil(p99 x 1.25); status \`noisy\` when p95 is above the drift threshold.`,
+        description:
+          "Per active asset, the trailing-7-day |discount| distribution of its 1-minute rows against its thresholds: nearest-rank p50/p95/p99 in floor bps, suggested_drift_bps = ceil(p99 x 1.25), status `noisy` when p95 is above the drift threshold. Without rows the percentiles and the suggestion are null and the status is `ok`.",
         tags: ["feeds"],
         responses: { 200: CalibrationList },
         errors: [],

@@ -5,10 +5,12 @@
 import type { EpochMs } from "../../methodology/index.ts";
 import { openApiDocument } from "../openapi.ts";
 import type { ReadModel } from "../read-model.ts";
+import type { ExposureReader } from "../../advisory/index.ts";
+import { advisoryRoutes } from "./advisory.ts";
 import { assetRoutes } from "./assets.ts";
 import { auditRoutes } from "./audit.ts";
 import { docsRoutes } from "./docs.ts";
-import { feedRoutes, type MethodologyOptions } from "./feeds.ts";
+import { feedRoutes } from "./feeds.ts";
 import { healthRoutes } from "./health.ts";
 import { machineRoutes } from "./machines.ts";
 import { streamRoutes } from "./stream.ts";
@@ -23,8 +25,6 @@ export interface PublicRoutesOptions {
   readonly wsClients?: () => number;
   /** Alias of `wsClients`. */
   readonly requestsWsClients?: () => number;
-  /** Lifecycle of the methodology served at /v1/methodology/current. */
-  readonly methodology: MethodologyOptions;
   /** When the webhook IP list was loaded (default: when the routes are built). */
   readonly webhookIpsUpdatedAt?: EpochMs;
   /** The live webhook signing keys (served by /v1/meta/webhook-keys); absent: an empty list. */
@@ -34,14 +34,20 @@ export interface PublicRoutesOptions {
    * are served and answer 503 `not_ready`.
    */
   readonly accounts?: { readonly model: AccountsModel } & MeRouteOptions;
+  /**
+   * The positions book behind the advisory loop-exposure routes and the peg feed's `systemic` block. Absent: those
+   * routes answer 503 `not_ready` and the feed carries no `systemic`.
+   */
+  readonly advisory?: ExposureReader;
 }
 
-export function publicRoutes(rm: ReadModel, opts: PublicRoutesOptions): DocumentedRoute[] {
+export function publicRoutes(rm: ReadModel, opts: PublicRoutesOptions = {}): DocumentedRoute[] {
   const wsClients = opts.wsClients ?? opts.requestsWsClients;
   const routes: DocumentedRoute[] = [
     ...healthRoutes(rm),
     ...assetRoutes(rm),
-    ...feedRoutes(rm, { methodology: opts.methodology, ...(wsClients === undefined ? {} : { wsClients }) }),
+    ...advisoryRoutes(rm, opts.advisory),
+    ...feedRoutes(rm, { ...(wsClients === undefined ? {} : { wsClients }), ...(opts.advisory === undefined ? {} : { advisory: opts.advisory }) }),
     ...auditRoutes(rm),
     ...machineRoutes(rm),
     ...streamRoutes(),
@@ -61,7 +67,6 @@ export function publicRoutes(rm: ReadModel, opts: PublicRoutesOptions): Document
 
 export { openApiDocument } from "../openapi.ts";
 export type { DocumentedRoute, ResponseEntry, ResponseSpec, RouteSpec } from "./spec.ts";
-export type { MethodologyOptions } from "./feeds.ts";
 export type { MeRouteOptions } from "./me.ts";
 export { buildAssetCard, buildAssetState, isStale, oracleDegradedOf, publishedOf, STALE_AFTER_MS } from "./asset-card.ts";
 export { ASSET_LIST_TTL_MS } from "./assets.ts";

@@ -69,6 +69,10 @@ export const Stats = component(
   "Aggregate counters and delivery health.",
 );
 
+/** The calibration percentiles' definition (nearest rank), shared by the three fields' descriptions. */
+const AbsBpsDescription = (p: string): string =>
+  `Nearest-rank ${p}th percentile of |discount| over the 1-minute rows of the trailing 7 days (the row at rank ceil(${p} N / 100) in ascending order, each row its minute's average), in bps as the bands count them: floor(|discount| x 10000). Null without rows.`;
+
 export const CalibrationRow = component(
   "CalibrationRow",
   z.strictObject({
@@ -79,11 +83,11 @@ export const CalibrationRow = component(
     monitoring_reason: z.string().optional(),
     monitoring_since: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).meta({ format: "date" }).optional(),
     thresholds: Thresholds,
-    days_covered: z.int().min(0).max(8).meta({ description: "Days of the trailing 8 with 1-minute rows." }),
-    p50_abs_bps_7d: z.number().min(0).nullable(),
-    p95_abs_bps_7d: z.number().min(0).nullable(),
-    p99_abs_bps_7d: z.number().min(0).nullable(),
-    transitions_7d: Count,
+    days_covered: z.int().min(0).max(8).meta({ description: "UTC days of the trailing 8 (today and the 7 before) with 1-minute rows." }),
+    p50_abs_bps_7d: z.int().min(0).nullable().meta({ description: AbsBpsDescription("50") }),
+    p95_abs_bps_7d: z.int().min(0).nullable().meta({ description: AbsBpsDescription("95") }),
+    p99_abs_bps_7d: z.int().min(0).nullable().meta({ description: AbsBpsDescription("99") }),
+    transitions_7d: Count.meta({ description: "Transitions detected in the trailing 7 days." }),
     suggested_drift_bps: z.int().min(0).nullable().meta({ description: "ceil(p99_abs_bps_7d x 1.25); null without data." }),
     status: z.enum(["ok", "noisy"]).meta({ description: "`noisy` when p95_abs_bps_7d is above the drift threshold." }),
   }),
@@ -92,27 +96,36 @@ export const CalibrationRow = component(
 
 export const CalibrationList = component("CalibrationList", listEnvelopeOf(CalibrationRow), "Calibration rows, catalog order.");
 
+export const Coverage = component(
+  "Coverage",
+  z.enum(["full", "partial"]),
+  "`partial` whenever the privacy rule withheld a figure (a band of fewer than 5 positions, or one dominated by a single position); `full` otherwise.",
+);
+
 export const CascadeRung = component(
   "CascadeRung",
   z.strictObject({
-    shock_bps: z.int(),
-    liquidatable_usd: Decimal,
-    positions: z.string().meta({ description: "k-floored range label, never a raw count." }),
+    shock_bps: z.int().meta({ description: "Preset collateral price drop: 100, 250, 500, 1000 or 2000 bps." }),
+    liquidatable_usd: Decimal.nullable().meta({
+      description:
+        "Collateral of the positions whose health (collateral x (1 - shock) x liquidation threshold / debt) falls below 1 at this shock, USD, cent-rounded. Null when the privacy rule withholds it (coverage is then partial).",
+    }),
+    positions: z.string().meta({ description: "k-floored range label of those positions (`0`, `<5`, `5-9`, `10-24`, `25-49`, `50-99`, `100-249`, `250-499`, `500-999`, `1000+`), never a raw count." }),
   }),
-  "One preset shock of a liquidation cascade estimate.",
+  "One preset shock of a liquidation cascade estimate (advisory, not a receipt).",
 );
 
 export const Systemic = component(
   "Systemic",
   z.strictObject({
-    loop_exposure_usd: Decimal,
-    protocols: z.array(z.string()),
+    loop_exposure_usd: Decimal.nullable().meta({ description: "Leveraged collateral riding on the asset, USD, cent-rounded; null when withheld by the privacy rule." }),
+    protocols: z.array(z.string()).meta({ description: "Lending protocols with tracked leverage on the asset." }),
     cascade: z.array(CascadeRung),
-    coverage: z.string(),
-    updated_at: Timestamp,
+    coverage: Coverage,
+    updated_at: Timestamp.meta({ description: "When the positions behind these figures were read." }),
     advisory_note: z.string(),
   }),
-  "Advisory leverage annotation; never mixed into the verifiable peg fields. Not tracked by this deployment yet.",
+  "Advisory leverage annotation; never mixed into the verifiable peg fields. Omitted from a signal when no leverage is tracked on the asset.",
 );
 
 export const PegFeedSignal = component(

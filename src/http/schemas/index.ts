@@ -7,3 +7,4 @@ export * from "./meta.ts";
 export * from "./query.ts";
 export * from "./machines.ts";
 export * from "./me.ts";
+export * from "./advisory.ts";

@@ -15,6 +15,8 @@ export interface QueryParam<T> {
   readonly description: string;
   /** Documented default (the handler applies it). */
   readonly default?: string | number;
+  /** Documented as required (the handler refuses a request without it). Default false. */
+  readonly required?: boolean;
   /** The error code of a bad value. Default `invalid_query`. */
   readonly errorCode?: "invalid_query" | "invalid_state";
 }
