@@ -235,8 +235,16 @@ export interface FakeReadModel extends ReadModel {
   readonly alertCalls: { since?: EpochMs; mint?: string; limit: number; offset: number }[];
 }
 
+export interface FakeReadModelOptions {
+  /**
+   * Where the clock starts (epoch ms; default NOW). Only the clock moves: the fixture data (snapshots, receipts,
+   * history) stay dated relative to NOW.
+   */
+  readonly now?: number;
+}
+
 /** `env`: extra configuration variables (e.g. JWT_SECRET for the account routes). */
-export function fakeReadModel(env: Readonly<Record<string, string>> = {}): FakeReadModel {
+export function fakeReadModel(env: Readonly<Record<string, string>> = {}, opts: FakeReadModelOptions = {}): FakeReadModel {
   const receipts = runEngine();
   const alertList = receipts.map(alertOf);
   const stored = new Map<string, StoredReceipt>(
@@ -255,7 +263,7 @@ export function fakeReadModel(env: Readonly<Record<string, string>> = {}): FakeR
 
   const rm: FakeReadModel = {
     catalog,
-    clock: new SimulatedClock(NOW),
+    clock: new SimulatedClock(opts.now ?? NOW),
     config: parseConfig({ WEBHOOK_IPS: "203.0.113.7,2001:db8::1", ...env }),
     snapshotMap: snapshots(),
     readinessState: { database: true, nats: true, engine: true, snapshot_age_secs: 2 },

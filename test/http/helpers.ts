@@ -54,6 +54,8 @@ export interface HarnessOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Serve the account routes over this model. */
   readonly accounts?: PublicRoutesOptions["accounts"];
+  /** Where the fake read model's clock starts (default NOW); see FakeReadModelOptions. */
+  readonly now?: number;
 }
 
 function resolve(schema: Json, body: unknown): { ok: boolean; why: string } {
@@ -106,7 +108,7 @@ function routeOf(routes: readonly DocumentedRoute[], method: string, rawPath: st
 }
 
 export function harness(opts: HarnessOptions = {}): Harness {
-  const rm = fakeReadModel(opts.env);
+  const rm = fakeReadModel(opts.env, opts.now === undefined ? {} : { now: opts.now });
   const routes = publicRoutes(rm, {
     webhookIpsUpdatedAt: NOW - 60_000,
     ...(opts.wsClients === undefined ? {} : { wsClients: opts.wsClients }),
@@ -200,14 +202,23 @@ export interface AccountsHarness {
   login(telegramId: number, name?: string): Promise<{ token: string; userId: number }>;
   /** A JSON request with the bearer token. */
   send(method: string, path: string, token: string | null, body?: unknown): Promise<Answer>;
-  /** Empties the account tables and rebuilds the harness (its clock back at NOW). */
+  /** Empties the account tables and rebuilds the harness (its clock back at its start, NOW unless told). */
   reset(): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function accountsHarness(env: Readonly<Record<string, string>> = { JWT_SECRET, TELEGRAM_BOT_TOKEN: BOT_TOKEN }): Promise<AccountsHarness> {
-  const store = await openStore({ kind: "pglite-memory" }, new SimulatedClock(NOW));
-  const build = () => harness({ env, accounts: { model: createStoreAccountsModel(store), resolve: fakeResolve } });
+export interface AccountsHarnessOptions {
+  /** Where the clocks (the read model's and the store's) start, epoch ms; default NOW. */
+  readonly now?: number;
+}
+
+export async function accountsHarness(
+  env: Readonly<Record<string, string>> = { JWT_SECRET, TELEGRAM_BOT_TOKEN: BOT_TOKEN },
+  opts: AccountsHarnessOptions = {},
+): Promise<AccountsHarness> {
+  const start = opts.now ?? NOW;
+  const store = await openStore({ kind: "pglite-memory" }, new SimulatedClock(start));
+  const build = () => harness({ env, now: start, accounts: { model: createStoreAccountsModel(store), resolve: fakeResolve } });
   let h = build();
   const send = (method: string, path: string, token: string | null, body?: unknown) =>
     h.call(path, {
@@ -229,7 +240,7 @@ export async function accountsHarness(env: Readonly<Record<string, string>> = { 
       return { token, userId: (me.body as { id: number }).id };
     },
     async reset() {
-      h = build(); // a fresh clock at NOW (a simulated clock never goes back)
+      h = build(); // a fresh clock at its start (a simulated clock never goes back)
       await sql`truncate deliveries, webhooks, subscriptions, magic_links, revoked_tokens, users restart identity cascade`.execute(store.db);
     },
     close: () => store.close(),
