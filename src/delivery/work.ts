@@ -46,16 +46,25 @@ export function attemptId(rootId: string, attempt: number): string {
   return attempt === 1 ? rootId : derivedUuid("attempt", rootId, String(attempt));
 }
 
-/** Parses a work message; null for anything malformed (it is terminated, never retried). */
-export function parseWork(data: Uint8Array): DeliveryWork | null {
+/** A message's JSON object; null when it is not JSON or not an object. */
+function jsonObject(data: Uint8Array): Record<string, unknown> | null {
   let m: unknown;
   try {
     m = JSON.parse(new TextDecoder().decode(data));
   } catch {
     return null;
   }
-  if (typeof m !== "object" || m === null) return null;
-  const w = m as Record<string, unknown>;
+  return typeof m === "object" && m !== null && !Array.isArray(m) ? (m as Record<string, unknown>) : null;
+}
+
+/** Parses a work message; null for anything malformed (it is terminated, never retried). */
+export function parseWork(data: Uint8Array): DeliveryWork | null {
+  const w = jsonObject(data);
+  if (w === null) return null;
+  return webhookWork(w);
+}
+
+function webhookWork(w: Record<string, unknown>): DeliveryWork | null {
   const ok =
     w["v"] === 1 &&
     typeof w["delivery_id"] === "string" && UUID.test(w["delivery_id"]) &&
@@ -109,18 +118,13 @@ function parseTelegramWork(w: Record<string, unknown>): TelegramWork | null {
 
 /** Parses a work message of either kind; null for anything malformed (terminated, never retried). */
 export function parseAnyWork(data: Uint8Array): AnyWork | null {
-  let m: unknown;
-  try {
-    m = JSON.parse(new TextDecoder().decode(data));
-  } catch {
-    return null;
-  }
-  if (typeof m !== "object" || m === null) return null;
-  if ((m as Record<string, unknown>)["kind"] === "telegram") {
-    const work = parseTelegramWork(m as Record<string, unknown>);
+  const m = jsonObject(data);
+  if (m === null) return null;
+  if (m["kind"] === "telegram") {
+    const work = parseTelegramWork(m);
     return work === null ? null : { kind: "telegram", work };
   }
-  const work = parseWork(data);
+  const work = webhookWork(m);
   return work === null ? null : { kind: "webhook", work };
 }
 

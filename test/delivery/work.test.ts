@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { attemptId, derivedUuid, parseWork, type DeliveryWork } from "../../src/delivery/index.ts";
+import { attemptId, derivedUuid, parseAnyWork, parseWork, type DeliveryWork, type TelegramWork } from "../../src/delivery/index.ts";
 
 const ROOT = "2b7e1f0a-3c4d-4e5f-8a9b-0c1d2e3f4a5b";
 const work: DeliveryWork = {
@@ -33,6 +33,28 @@ describe("delivery work messages", () => {
     expect(parseWork(encode(null))).toBeNull();
     for (const bad of [{ v: 2 }, { attempt: 0 }, { attempt: 1.5 }, { delivery_id: "x" }, { not_before: "soon" }, { body: 1 }, { test: "no" }]) {
       expect(parseWork(encode({ ...work, ...bad })), JSON.stringify(bad)).toBeNull();
+    }
+  });
+
+  it("tell a Telegram attempt from a webhook attempt (which has no kind, as first shipped), refusing malformed ones", () => {
+    const tg: TelegramWork = {
+      v: 1,
+      kind: "telegram",
+      notification_id: ROOT,
+      subscription_id: 12,
+      chat_id: 9_007_199_254_740_000,
+      alert_id: "05458426-ca37-8426-84c3-f54a1b2c3d4e",
+      attempt: 2,
+      not_before: 1_763_726_400_000,
+      body: '{"asset":"USDC"}',
+    };
+    expect(parseAnyWork(encode(tg))).toEqual({ kind: "telegram", work: tg });
+    expect(parseAnyWork(encode(work))).toEqual({ kind: "webhook", work });
+    // A Telegram message is never read as webhook work, nor the reverse.
+    expect(parseAnyWork(encode({ ...work, kind: "telegram" }))).toBeNull();
+    expect(parseAnyWork(encode([tg]))).toBeNull();
+    for (const bad of [{ v: 2 }, { notification_id: "x" }, { subscription_id: "12" }, { chat_id: 1.5 }, { alert_id: null }, { attempt: 0 }, { not_before: null }, { body: {} }]) {
+      expect(parseAnyWork(encode({ ...tg, ...bad })), JSON.stringify(bad)).toBeNull();
     }
   });
 });

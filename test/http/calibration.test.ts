@@ -14,7 +14,7 @@ import { openApiDocument, publicRoutes } from "../../src/http/routes/index.ts";
 import { D, decimalToWire, spreadEntryLevels, type Decimal } from "../../src/methodology/index.ts";
 import { insertSamples, openStore, type SampleRow, type Store } from "../../src/store/index.ts";
 import { DAY, MIN, catalog, runEngine, sample } from "../store/fixtures.ts";
-import { startPostgres, type TestPostgres } from "../support/postgres.ts";
+import { describeWithPostgres } from "../support/postgres.ts";
 import { expectDocumented, type Answer } from "./helpers.ts";
 
 /** 2026-06-12T12:00:00.000Z; the trailing 8 UTC days are 06-05 .. 06-12, the 7-day window (06-05 12:00, 06-12 12:00]. */
@@ -313,17 +313,8 @@ function describeCalibration(name: string, open: (clock: SimulatedClock) => Prom
 
 describeCalibration("PGlite", (clock) => openStore({ kind: "pglite-memory" }, clock));
 
-describe("PostgreSQL", () => {
-  let server: TestPostgres | undefined;
-  let url = "";
-  beforeAll(async () => {
-    server = await startPostgres();
-    url = await server.createDatabase();
-  }, 120_000);
-  afterAll(async () => {
-    await server?.dispose();
-  });
-  describeCalibration("PostgreSQL", (clock) => openStore({ kind: "postgres", url, max: 4 }, clock));
+describeWithPostgres("PostgreSQL", (url) => {
+  describeCalibration("PostgreSQL", (clock) => openStore({ kind: "postgres", url: url(), max: 4 }, clock));
 });
 
 it("PGlite and PostgreSQL answer byte-identical bodies", () => {

@@ -32,7 +32,7 @@ import {
   type NewDelivery,
   type Store,
 } from "../../src/store/index.ts";
-import { startPostgres, type TestPostgres } from "../support/postgres.ts";
+import { describeWithPostgres } from "../support/postgres.ts";
 import { T0, USDC, USDT, catalog } from "./fixtures.ts";
 
 const HASH = "a".repeat(64);
@@ -226,15 +226,6 @@ function accountsContract(name: string, open: (clock: SimulatedClock) => Promise
 
 accountsContract("pglite in memory", (clock) => openStore({ kind: "pglite-memory" }, clock));
 
-describe("postgres", () => {
-  let server: TestPostgres | undefined;
-  let url = "";
-  beforeAll(async () => {
-    server = await startPostgres();
-    url = await server.createDatabase();
-  });
-  afterAll(async () => {
-    await server?.dispose();
-  });
-  accountsContract("postgres", (clock) => openStore({ kind: "postgres", url, max: 4 }, clock));
+describeWithPostgres("postgres", (url) => {
+  accountsContract("postgres", (clock) => openStore({ kind: "postgres", url: url(), max: 4 }, clock));
 });

@@ -29,7 +29,7 @@ import {
   type Executor,
   type Store,
 } from "../../src/store/index.ts";
-import { startPostgres, type TestPostgres } from "../support/postgres.ts";
+import { describeWithPostgres } from "../support/postgres.ts";
 import { MIN, T0, USDC, USDT } from "./fixtures.ts";
 
 function dispatchContract(name: string, open: (clock: SimulatedClock) => Promise<Store>): void {
@@ -128,15 +128,6 @@ function dispatchContract(name: string, open: (clock: SimulatedClock) => Promise
 
 dispatchContract("pglite in memory", (clock) => openStore({ kind: "pglite-memory" }, clock));
 
-describe("postgres", () => {
-  let server: TestPostgres | undefined;
-  let url = "";
-  beforeAll(async () => {
-    server = await startPostgres();
-    url = await server.createDatabase();
-  });
-  afterAll(async () => {
-    await server?.dispose();
-  });
-  dispatchContract("postgres", (clock) => openStore({ kind: "postgres", url, max: 4 }, clock));
+describeWithPostgres("postgres", (url) => {
+  dispatchContract("postgres", (clock) => openStore({ kind: "postgres", url: url(), max: 4 }, clock));
 });

@@ -32,7 +32,7 @@ import {
   type SnapshotRow,
   type Store,
 } from "../../src/store/index.ts";
-import { startPostgres, type TestPostgres } from "../support/postgres.ts";
+import { describeWithPostgres } from "../support/postgres.ts";
 import { DAY, MIN, USDC, USDT, catalog, runEngine, sample } from "./fixtures.ts";
 
 const HOUR = 3_600_000;
@@ -516,15 +516,6 @@ function describeReadModel(name: string, open: (clock: SimulatedClock) => Promis
 
 describeReadModel("pglite in memory", (clock) => openStore({ kind: "pglite-memory" }, clock));
 
-describe("postgres", () => {
-  let server: TestPostgres | undefined;
-  let url = "";
-  beforeAll(async () => {
-    server = await startPostgres();
-    url = await server.createDatabase();
-  });
-  afterAll(async () => {
-    await server?.dispose();
-  });
-  describeReadModel("postgres", (clock) => openStore({ kind: "postgres", url, max: 4 }, clock));
+describeWithPostgres("postgres", (url) => {
+  describeReadModel("postgres", (clock) => openStore({ kind: "postgres", url: url(), max: 4 }, clock));
 });

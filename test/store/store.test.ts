@@ -6,11 +6,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, describe, expect, test } from "vitest";
 import { SimulatedClock } from "../../src/clock.ts";
 import { MigrationError, openStore, startRetention, type RetentionResult } from "../../src/store/index.ts";
 import { freePort } from "../support/ports.ts";
-import { startPostgres, type TestPostgres } from "../support/postgres.ts";
+import { describeWithPostgres } from "../support/postgres.ts";
 import { describeStoreContract } from "./contract.ts";
 
 describeStoreContract("pglite in memory", (clock) => openStore({ kind: "pglite-memory" }, clock), { persistent: false });
@@ -23,17 +23,8 @@ describe("pglite on disk", () => {
   describeStoreContract("pglite data dir", (clock) => openStore({ kind: "pglite", dataDir }, clock), { persistent: true });
 });
 
-describe("postgres", () => {
-  let server: TestPostgres | undefined;
-  let url = "";
-  beforeAll(async () => {
-    server = await startPostgres();
-    url = await server.createDatabase();
-  });
-  afterAll(async () => {
-    await server?.dispose();
-  });
-  describeStoreContract("postgres", (clock) => openStore({ kind: "postgres", url, max: 4 }, clock), { persistent: true });
+describeWithPostgres("postgres", (url) => {
+  describeStoreContract("postgres", (clock) => openStore({ kind: "postgres", url: url(), max: 4 }, clock), { persistent: true });
 
   test("an unreachable server fails the open with a named error and leaves nothing open", async () => {
     const dead = `postgresql://postgres@127.0.0.1:${await freePort()}/none`;

@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import { afterAll, beforeAll, describe } from "vitest";
 import { freePort, waitFor } from "./ports.ts";
 
 const BIN = "/usr/lib/postgresql/15/bin";
@@ -88,4 +89,23 @@ export async function startPostgres(): Promise<TestPostgres> {
       rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A describe block with a PostgreSQL of its own: started (with one fresh database) before the block's tests,
+ * disposed after them. `body` gets the database URL as a getter, read when the tests run.
+ */
+export function describeWithPostgres(name: string, body: (url: () => string) => void): void {
+  describe(name, () => {
+    let server: TestPostgres | undefined;
+    let url = "";
+    beforeAll(async () => {
+      server = await startPostgres();
+      url = await server.createDatabase();
+    }, 120_000);
+    afterAll(async () => {
+      await server?.dispose();
+    });
+    body(() => url);
+  });
 }

@@ -16,12 +16,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { startService, type Service } from "../../src/cli/service.ts";
 import { parseConfig } from "../../src/config.ts";
-import { decideDispatch, eventIdFor, type PriorSend } from "../../src/delivery/index.ts";
+import { eventIdFor } from "../../src/delivery/index.ts";
 import { BOT_TOKEN, JWT_SECRET, widgetPayload } from "../http/helpers.ts";
 import { NAME, startReceiver, type Receiver } from "../delivery/receiver.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { freePort, waitFor } from "../support/ports.ts";
-import { writeWebhookScenario } from "./scenario.ts";
+import { qualifyingAlerts, writeWebhookScenario } from "./scenario.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -129,20 +129,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** The alerts the dispatch rules send to a webhook with threshold 10 bps, oldest first. */
-async function qualifying(): Promise<string[]> {
-  const alerts = (await service.store.alerts({ limit: 50, offset: 0 })).sort((x, y) => x.detected_at - y.detected_at);
-  const sends: PriorSend[] = [];
-  const out: string[] = [];
-  for (const a of alerts) {
-    const t = { asset: a.asset, mint: a.mint, from_state: a.from_state, to_state: a.to_state, discount_bps: a.discount_bps, ts: a.detected_at, calibration: USDC.calibration };
-    if (decideDispatch(t, { threshold_bps: 10, is_active: true, asset: USDC.mint }, sends).send) {
-      sends.push({ asset: a.asset, to_state: a.to_state, ts: a.detected_at });
-      out.push(a.id);
-    }
-  }
-  return out;
-}
+/** The alert ids the dispatch rules send to a webhook with threshold 10 bps, oldest first. */
+const qualifying = async (): Promise<string[]> => (await qualifyingAlerts(service, USDC.mint, USDC.calibration)).map((a) => a.id);
 
 describe("webhook delivery through the running service", () => {
   it("delivers every qualifying transition, signed, on attempt 3 after two 500s, with one event id per event", async () => {

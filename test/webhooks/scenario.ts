@@ -1,5 +1,9 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Calibration } from "../../src/catalog/index.ts";
+import type { Service } from "../../src/cli/service.ts";
+import { decideDispatch, type PriorSend } from "../../src/delivery/index.ts";
+import type { AlertRecord } from "../../src/store/index.ts";
 
 /**
  * A small scenario starting at `t0` (wall time, so replay windows and session times are ordinary): USDC pegged for
@@ -17,4 +21,22 @@ export function writeWebhookScenario(dir: string, t0: number): string {
   const path = join(dir, "webhooks.jsonl");
   writeFileSync(path, `# title: two USDC dips for the webhook tests\n${lines.join("\n")}\n`);
   return path;
+}
+
+/**
+ * The stored alerts of `mint` that the dispatch rules send to a target with `thresholdBps`, oldest first: what a
+ * webhook or subscription registered before the first transition must receive.
+ */
+export async function qualifyingAlerts(service: Service, mint: string, calibration: Calibration, thresholdBps = 10): Promise<AlertRecord[]> {
+  const alerts = (await service.store.alerts({ limit: 50, offset: 0 })).sort((x, y) => x.detected_at - y.detected_at);
+  const sends: PriorSend[] = [];
+  const out: AlertRecord[] = [];
+  for (const a of alerts) {
+    const t = { asset: a.asset, mint: a.mint, from_state: a.from_state, to_state: a.to_state, discount_bps: a.discount_bps, ts: a.detected_at, calibration };
+    if (decideDispatch(t, { threshold_bps: thresholdBps, is_active: true, asset: mint }, sends).send) {
+      sends.push({ asset: a.asset, to_state: a.to_state, ts: a.detected_at });
+      out.push(a);
+    }
+  }
+  return out;
 }

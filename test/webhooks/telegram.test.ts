@@ -20,14 +20,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { startService, type Service } from "../../src/cli/service.ts";
 import { parseConfig } from "../../src/config.ts";
-import { decideDispatch, decideTelegram, type PriorSend } from "../../src/delivery/index.ts";
+import { decideTelegram } from "../../src/delivery/index.ts";
 import { notificationsOfSubscription, type NotificationRecord } from "../../src/store/index.ts";
 import { BOT_TOKEN, JWT_SECRET, widgetPayload } from "../http/helpers.ts";
 import { CHAT_NAMES, NAME, startReceiver, type Receiver } from "../delivery/receiver.ts";
 import { startBotApi, type BotApi } from "../support/bot-api.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { freePort, waitFor } from "../support/ports.ts";
-import { writeWebhookScenario } from "./scenario.ts";
+import { qualifyingAlerts, writeWebhookScenario } from "./scenario.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -122,26 +122,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Qualifying {
-  id: string;
-  from_state: string;
-  to_state: string;
-}
-
 /** The transitions the dispatch rules send to a target with threshold 10 bps, oldest first. */
-async function qualifying(): Promise<Qualifying[]> {
-  const alerts = (await service.store.alerts({ limit: 50, offset: 0 })).sort((x, y) => x.detected_at - y.detected_at);
-  const sends: PriorSend[] = [];
-  const out: Qualifying[] = [];
-  for (const a of alerts) {
-    const t = { asset: a.asset, mint: a.mint, from_state: a.from_state, to_state: a.to_state, discount_bps: a.discount_bps, ts: a.detected_at, calibration: USDC.calibration };
-    if (decideDispatch(t, { threshold_bps: 10, is_active: true, asset: USDC.mint }, sends).send) {
-      sends.push({ asset: a.asset, to_state: a.to_state, ts: a.detected_at });
-      out.push({ id: a.id, from_state: a.from_state, to_state: a.to_state });
-    }
-  }
-  return out;
-}
+const qualifying = () => qualifyingAlerts(service, USDC.mint, USDC.calibration);
 
 const notifications = (who: Who): Promise<NotificationRecord[]> => notificationsOfSubscription(service.store.db, subs.get(who)!);
 const messagesTo = (who: Who) => bot.messages.filter((m) => m.chat_id === USERS[who]);
@@ -179,7 +161,7 @@ describe("the Telegram channel through the running service", () => {
   it("suppresses transitions below the user's minimum severity, recoveries from them included", async () => {
     const expected = await qualifying();
     const prefs = { timezone: "UTC", quiet_hours: null, min_severity: "CRITICAL" as const };
-    const sent = expected.filter((q) => decideTelegram({ from_state: q.from_state as never, to_state: q.to_state as never }, prefs, Date.now()).send);
+    const sent = expected.filter((q) => decideTelegram(q, prefs, Date.now()).send);
     expect(expected.map((q) => q.to_state)).toEqual(["DEPEG", "PEGGED", "CRITICAL"]);
     expect(sent.map((q) => q.to_state)).toEqual(["CRITICAL"]);
     await waitFor(() => messagesTo("severe").length >= sent.length, 20_000, "severe's messages");
