@@ -126,8 +126,21 @@ export interface Config {
    * `serve` refuses to start when it is broken (docs/methodology-lifecycle.md).
    */
   readonly methodology: MethodologyRelease;
+  readonly anchor: AnchorConfig;
 }
 
+/**
+ * On-chain anchoring of receipts (methodology section 8). Enabled only when `SOLANA_RPC_URL` is set explicitly: the
+ * default URL serves the live feed's reads, and a deployment must choose the cluster its commits are paid on.
+ */
+export interface AnchorConfig {
+  /** True when `SOLANA_RPC_URL` was given; commits are then sent to `sources.solanaRpcUrl`. */
+  readonly enabled: boolean;
+  /** Solana CLI keypair file of the fee payer; null: a key generated on first start and kept in the store. */
+  readonly keypairPath: string | null;
+  /** Commits per UTC day, >= 0; past it a transition is `not_applicable` (cost-gated). Default 100. */
+  readonly dailyBudget: number;
+}
 
 /** One row of the configuration reference (README, `--help`). `default: null` means unset by default. */
 export interface ConfigVariable {
@@ -167,7 +180,9 @@ export const CONFIG_VARIABLES = [
   { name: "JUPITER_API_URL", default: "https://api.jup.ag", secret: false, description: "Jupiter API base URL (live feed)." },
   { name: "JUPITER_API_KEY", default: null, secret: true, description: "Jupiter API key. Unset: the keyless tier is used." },
   { name: "SANCTUM_API_URL", default: "https://sanctum-api.ironforge.network", secret: false, description: "Sanctum API base URL (live feed)." },
-  { name: "SOLANA_RPC_URL", default: "https://api.mainnet-beta.solana.com", secret: false, description: "Solana JSON-RPC URL (live feed)." },
+  { name: "SOLANA_RPC_URL", default: "https://api.mainnet-beta.solana.com", secret: false, description: "Solana JSON-RPC URL (live feed). Setting it explicitly also enables on-chain anchoring of DEPEG, CRITICAL and BLACK_SWAN receipts, sent to this URL." },
+  { name: "ANCHOR_KEYPAIR", default: null, secret: false, description: "Path to the fee payer's Solana CLI keypair file (a JSON array of 64 bytes) for on-chain anchoring. Unset: a fee payer is generated on first start and kept in the database. The file itself is secret." },
+  { name: "ANCHOR_DAILY_BUDGET", default: "100", secret: false, description: "On-chain commits per UTC day, integer 0-100000; transitions past it are not_applicable (cost-gated)." },
   { name: "METHODOLOGY_REGISTRY", default: null, secret: false, description: "Path to a methodology lifecycle registry (JSON, the shape of src/methodology/registry.json) that replaces the shipped one, e.g. to mark this build's version deprecated or broken (docs/methodology-lifecycle.md). Unset: the shipped registry." },
 ] as const satisfies readonly ConfigVariable[];
 
@@ -277,6 +292,11 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
       solanaRpcUrl: read("SOLANA_RPC_URL", parseHttpUrl, "https://api.mainnet-beta.solana.com"),
     },
     methodology: read("METHODOLOGY_REGISTRY", parseMethodologyRegistry, ownRelease(SHIPPED_REGISTRY)),
+    anchor: {
+      enabled: env["SOLANA_RPC_URL"] !== undefined && env["SOLANA_RPC_URL"].trim() !== "",
+      keypairPath: read("ANCHOR_KEYPAIR", (t) => (t.includes("\0") ? bad("expected a file path") : ok(t))),
+      dailyBudget: read("ANCHOR_DAILY_BUDGET", integerIn(0, 100_000), 100),
+    },
   };
   const baseUrl = read("WEBHOOK_BASE_URL", parseHttpUrl);
 

@@ -14,8 +14,11 @@ usage:
   peg-oracle serve                                  run the service (configuration from the environment)
   peg-oracle replay <scenario.jsonl|name> [--bundles DIR] [--until RFC3339]
                                                     replay a scenario through the engine on a simulated clock
-  peg-oracle verify <bundle.json|url> [--json]      verify a replay bundle offline (exit 0 pass, 1 mismatch,
-                                                    2 invalid input, 3 other methodology version)
+  peg-oracle verify <bundle.json|url> [--json] [--rpc URL --signer ADDR[,ADDR] [--id ID] [--tx SIG | --api BASE]]
+                                                    verify a replay bundle offline (exit 0 pass, 1 mismatch,
+                                                    2 invalid input, 3 other methodology version) and, with
+                                                    --rpc, its on-chain commit (4 commit contradicts the
+                                                    receipt or the signer list, 5 commit not verifiable yet)
   peg-oracle scenarios [--json]                     list the shipped scenario library
   peg-oracle catalog [--json] [--all]               list the tracked assets
   peg-oracle webhook-keys rotate [--json]           rotate the running service's webhook signing key (the old

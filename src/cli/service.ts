@@ -32,6 +32,7 @@ import { simulatedMarket } from "../streams/sim.ts";
 import { PositionsBook, simulatedPositions } from "../streams/positions/index.ts";
 import { Dispatcher, dispatchHandler, openKeyRing, serveKeyAdmin, startDeliveryWorker, type DeliveryWorker, type Resolve } from "../delivery/index.ts";
 import { openStore, startRetention, type Store } from "../store/index.ts";
+import { startAnchoring, type AnchorWorker } from "../anchor/index.ts";
 import { startApi, type Api } from "../http/server.ts";
 import { loadScenario } from "./scenario-files.ts";
 
@@ -47,6 +48,8 @@ export interface Service {
   readonly projected: { readonly transitions: ProjectorStats; readonly samples: ProjectorStats };
   /** Webhook dispatch and the delivery worker. */
   readonly delivery: { readonly dispatcher: Dispatcher; readonly worker: DeliveryWorker };
+  /** On-chain anchoring of receipts; null when disabled (SOLANA_RPC_URL unset or an unusable fee payer). */
+  readonly anchor: AnchorWorker | null;
   /** The documented shutdown order (docs/lifecycle.md). Idempotent. */
   stop(): Promise<void>;
 }
@@ -228,6 +231,9 @@ export async function startService(config: Config, catalog: Catalog, io: Service
     undo.push(stopConsumers);
     const stopRetention = startRetention(store, baseClock);
     undo.push(stopRetention);
+    // On-chain anchoring (methodology section 8): polls the store for receipts to commit, on wall-clock time.
+    const anchor = await startAnchoring({ ...config.anchor, rpcUrl: config.sources.solanaRpcUrl, db: store.db, clock: baseClock, log });
+    if (anchor !== null) undo.push(() => anchor.stop());
 
 
     // Webhook delivery, after the projectors: each acked transition is dispatched to the webhooks of its asset, and
@@ -331,6 +337,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       api,
       projected,
       delivery: { dispatcher, worker },
+      anchor,
       stop: () =>
         (stopping ??= (async () => {
           // Every step runs even when an earlier one failed; the first failure is reported at the end.
@@ -357,6 +364,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
           });
           await step("stop retention", () => stopRetention());
           await step("stop projectors", () => stopConsumers()); // 4
+          await step("stop anchoring", () => anchor?.stop());
           await step("stop webhook delivery", () => stopDelivery());
           await step("drain NATS", () => nc.drain().catch(() => nc.close()));
           await step("close the store", () => store.close()); // 5

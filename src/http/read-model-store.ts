@@ -10,6 +10,7 @@ import {
   auditPage,
   calibrationFigures,
   latestAlertIds,
+  onchainCommit,
   statsCounts,
   windows24h,
   type Store,
@@ -48,6 +49,7 @@ export function createStoreReadModel(deps: StoreReadModelDeps): ReadModel {
     alerts: (q) => store.alerts(q),
     alertById: (id) => store.alertById(id),
     receiptById: (id) => store.receiptById(id),
+    onchainCommit: (id) => onchainCommit(db, id),
     latestAlertIds: () => latestAlertIds(db),
     pendingAlert: (id) => pendingAlert(id),
     // Receipt writes share the alert's transaction and are retried by the projector, never dead-lettered: there is

@@ -9,6 +9,7 @@ import type {
   CalibrationRow,
   HistoryQuery,
   MinuteHistoryRow,
+  OnchainCommitRecord,
   RawHistoryRow,
   SnapshotRow,
   StatsRow,
@@ -108,6 +109,8 @@ export interface ReadModel {
   readiness(): Promise<Readiness>;
   /** The live band-machine actor of one asset, asked of the engine that runs it. */
   machine(mint: string): Promise<MachineLookup>;
+  /** The on-chain commit of an anchored receipt (`/v1/audit/{id}/onchain`); absent or undefined: not anchored. */
+  onchainCommit?(id: string): Promise<OnchainCommitRecord | undefined>;
   /** Receipt as a Receipt object (convenience over receiptById). */
   receipt(id: string): Promise<Receipt | undefined>;
 }

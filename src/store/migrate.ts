@@ -10,6 +10,7 @@ import * as initial from "./migrations/2026_11_21_0001_initial.ts";
 import * as readModels from "./migrations/2026_11_21_0002_read_models.ts";
 import * as accounts from "./migrations/2026_11_21_0003_accounts.ts";
 import * as dispatch from "./migrations/2026_11_21_0004_dispatch.ts";
+import * as anchoring from "./migrations/2026_11_21_0005_anchoring.ts";
 
 /** Any Kysely instance: migrations work below the app's table types (Kysely's Migrator takes `Kysely<any>`). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -20,6 +21,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "2026_11_21_0002_read_models": readModels,
   "2026_11_21_0003_accounts": accounts,
   "2026_11_21_0004_dispatch": dispatch,
+  "2026_11_21_0005_anchoring": anchoring,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -285,11 +285,21 @@ export function auditRoutes(rm: ReadModel): DocumentedRoute[] {
         if (l.kind === "dead") status = "persistence_failed";
         else if (l.kind === "pending") status = l.toState !== null && !ANCHORED.has(l.toState) ? "not_applicable" : "not_committed_yet";
         else if (l.stored.commit_status === "committed") {
-          throw notFound("this deployment does not serve on-chain commit details");
+          const c = await rm.onchainCommit?.(l.stored.receipt.alert_id);
+          // A committed receipt whose commit row cannot be read is a store inconsistency, not a client error.
+          if (c === undefined) throw new Error(`receipt ${l.stored.receipt.alert_id} is committed but its on-chain commit is missing`);
+          return jsonResult(
+            200,
+            { commit_status: "committed", tx_sig: c.tx_sig, slot: c.slot, block_time: timestampToWire(c.block_time), memo: c.memo, signer: c.signer },
+            { "cache-control": "public, max-age=300" },
+          );
         } else status = l.stored.commit_status;
         const why: Record<typeof status, string> = {
-          not_applicable: "this transition is never anchored on chain (only transitions into DEPEG, CRITICAL or BLACK_SWAN are)",
-          not_committed_yet: "the receipt hash is not committed on chain yet",
+          not_applicable:
+            "this transition is not anchored on chain (only transitions into DEPEG, CRITICAL or BLACK_SWAN are, within the daily commit budget)",
+          not_committed_yet: rm.config.anchor.enabled
+            ? "the receipt hash is not committed on chain yet"
+            : "the receipt hash is not committed on chain yet: anchoring is not enabled on this deployment (SOLANA_RPC_URL unset)",
           retry_exhausted: "the on-chain commit failed after every retry",
           wallet_drained: "the commit wallet has no funds left",
           persistence_failed: "the receipt could not be persisted and was dead-lettered",
@@ -298,11 +308,12 @@ export function auditRoutes(rm: ReadModel): DocumentedRoute[] {
       },
       spec: {
         summary: "On-chain commit",
-        description: "While a receipt is not anchored the answer is always 404 with `error` = `commit_status` (not_applicable, not_committed_yet, retry_exhausted, wallet_drained, persistence_failed). Anchoring is not enabled on this deployment.",
+        description:
+          "200 with the SPL Memo commit (`tx_sig`, `slot`, `block_time`, `memo` = `pegoracle-v1|<methodology_version>|<alert_id>|<receipt_sha256>`, fee payer `signer`) once the receipt is anchored. While it is not, the answer is always 404 with `error` = `commit_status`: not_applicable (DRIFT, PEGGED or UNKNOWN, or over the daily commit budget), not_committed_yet, retry_exhausted, wallet_drained (the fee payer cannot pay), persistence_failed.",
         tags: ["audit"],
         params: idParam,
         responses: {
-          200: { schema: OnchainCommit, description: "Anchored (not produced until anchoring is enabled)." },
+          200: { schema: OnchainCommit, description: "Anchored: the memo transaction, confirmed." },
           404: { schema: OnchainNotAnchored, description: "Not anchored: `commit_status` says why (an unknown id is an ApiError `not_found`)." },
         },
         errors: ["not_found", "invalid_query"],
