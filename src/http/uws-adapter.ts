@@ -9,6 +9,7 @@ import type { HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.j
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { STATUS_CODES } from "node:http";
+import { ApiError } from "./errors.ts";
 import type { Handled, HandledResult, RawRequest } from "./pipeline.ts";
 
 export const MAX_BODY_BYTES = 16 * 1024;
@@ -158,7 +159,17 @@ export function serveUws(
   const app = uws.App();
   opts.configure?.(app);
   const trusted = new Set(opts.trustedProxies ?? []);
+  // After close(): uWS stops listening but keeps open keep-alive connections. A request arriving on one (a client's
+  // pooled connection) is answered 503 and its connection closed, so it never meets a closing store.
+  const state = { closed: false };
   app.any("/*", (res, req) => {
+    if (state.closed) {
+      const body = JSON.stringify(new ApiError("not_ready", "the server is shutting down").toBody());
+      res.cork(() => {
+        res.writeStatus(statusLine(503)).writeHeader("content-type", "application/json").writeHeader("retry-after", "1").end(body, true);
+      });
+      return;
+    }
     // Copy everything now: the uWS request object dies when this handler returns.
     const method = req.getCaseSensitiveMethod().toUpperCase();
     const path = req.getUrl();
@@ -193,10 +204,10 @@ export function serveUws(
       if (isLast) run(Buffer.concat(chunks));
     });
   });
-  return portIsFree(opts.host, opts.port).then(() => listen(app, opts.host, opts.port));
+  return portIsFree(opts.host, opts.port).then(() => listen(app, opts.host, opts.port, () => (state.closed = true)));
 }
 
-function listen(app: TemplatedApp, host: string, port: number): Promise<UwsServer> {
+function listen(app: TemplatedApp, host: string, port: number, onClose: () => void): Promise<UwsServer> {
   return new Promise((resolve, reject) => {
     app.listen(host, port, (socket: us_listen_socket | false) => {
       if (socket === false) return reject(new Error(`cannot listen on ${host}:${port}`));
@@ -207,6 +218,7 @@ function listen(app: TemplatedApp, host: string, port: number): Promise<UwsServe
         close: () => {
           if (closed) return;
           closed = true;
+          onClose();
           uws.us_listen_socket_close(socket);
         },
       });

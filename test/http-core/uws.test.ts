@@ -177,3 +177,36 @@ describe("client address behind proxies", () => {
     expect(clientAddress("10.0.0.2", undefined, true, proxies)).toBe("10.0.0.2");
   });
 });
+
+describe("closing the server", () => {
+  it("answers a request on a kept-alive connection 503 not_ready and closes that connection", async () => {
+    const { Agent, request } = await import("node:http");
+    const handle = createPipeline({ router, clock, ratePerMinute: 1000, corsOrigins: [] });
+    const s = await serveUws(handle, { host: "127.0.0.1", port: 0, trustProxy: false });
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const call = () =>
+      new Promise<{ status: number; body: string; connection: string | undefined; socket: unknown }>((resolve, reject) => {
+        const req = request({ host: "127.0.0.1", port: s.port, path: "/healthz", agent }, (res) => {
+          let b = "";
+          res.setEncoding("utf8");
+          res.on("data", (c: string) => (b += c));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body: b, connection: res.headers["connection"], socket: req.socket }));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    try {
+      const first = await call();
+      expect(first.status).toBe(200);
+      s.close();
+      // The same pooled connection: the listen socket is gone, the connection is not.
+      const second = await call();
+      expect(second.socket).toBe(first.socket);
+      expect(second.status).toBe(503);
+      expect(JSON.parse(second.body)).toMatchObject({ error: "not_ready", message: "the server is shutting down" });
+      expect(second.connection).toBe("close");
+    } finally {
+      agent.destroy();
+    }
+  });
+});
