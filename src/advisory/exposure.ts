@@ -1,43 +1,47 @@
 /**
  * Loop exposure of one asset (interface 2.7): the leveraged collateral riding on it across the tracked lending
  * protocols, its debt, the per-protocol split and the liquidation cascade at each preset shock, after the privacy
- * rule. Exact decimals; rounding to cents happens only on the wire (`wire.ts`).
+ * rule: every figure counts only publishable bands, so with coverage `partial` the figures are lower bounds. Exact
+ * decimals; rounding to cents happens only on the wire (`wire.ts`).
  */
 import { ZERO, type Decimal } from "../methodology/index.ts";
 import { liquidatableAt, SHOCK_BPS, type ShockBps } from "./cascade.ts";
 import { isLeveraged, type LendingPosition } from "./position.ts";
-import { chainPublication, partitionPublication, positionsLabel, publishable, totals } from "./privacy.ts";
+import { positionsLabel, publication, totals } from "./privacy.ts";
 
-/** `partial` whenever any figure was withheld by the privacy rule; `full` otherwise. */
+/** `partial` whenever the privacy rule left anything out (the figures are then lower bounds); `full` otherwise. */
 export type Coverage = "full" | "partial";
 
-/** One cascade rung. `liquidatable_usd` is null when the privacy rule withholds it. */
+/** One cascade rung, always a figure: what the privacy rule lets through (see privacy.ts). */
 export interface CascadeRungFigure {
   readonly shock_bps: ShockBps;
-  /** Collateral of the positions whose health falls below 1 at this shock, USD (exact); null when withheld. */
-  readonly liquidatable_usd: Decimal | null;
-  /** k-floored count label of those positions (`positionsLabel`), shown even when the figure is withheld. */
+  /**
+   * Collateral of the published positions whose health falls below 1 at this shock, USD (exact): cumulative over the
+   * published chain, so a rung whose increment is withheld carries the previous published rung's figure (or 0).
+   */
+  readonly liquidatable_usd: Decimal;
+  /** k-floored count label (`positionsLabel`) of the set behind `liquidatable_usd`, never of a withheld one. */
   readonly positions: string;
 }
 
-/** One protocol's bucket. Both figures are null when the privacy rule withholds the bucket. */
+/** One listed protocol's bucket; a protocol whose bucket is withheld is not listed at all. */
 export interface ProtocolFigure {
   readonly protocol: string;
-  readonly collateral_lev_usd: Decimal | null;
-  readonly debt_usd: Decimal | null;
+  readonly collateral_lev_usd: Decimal;
+  readonly debt_usd: Decimal;
 }
 
 export interface LoopExposure {
   /** Whether any leveraged position rides on the asset. False: zero totals, no protocols, an empty cascade. */
   readonly tracked: boolean;
-  /** Summed leveraged collateral, USD (exact); null when the asset's whole book is below the privacy floor. */
-  readonly loop_exposure_usd: Decimal | null;
-  /** Summed debt of those positions, USD (exact); null together with loop_exposure_usd. */
-  readonly debt_usd: Decimal | null;
+  /** Summed leveraged collateral of the listed protocols, USD (exact); a lower bound when coverage is partial. */
+  readonly loop_exposure_usd: Decimal;
+  /** Summed debt of the same positions, USD (exact). */
+  readonly debt_usd: Decimal;
   readonly coverage: Coverage;
-  /** Protocols with leveraged positions on the asset, sorted by name. */
+  /** Protocols whose buckets pass the privacy rule, sorted by name; they sum to the totals exactly. */
   readonly by_protocol: readonly ProtocolFigure[];
-  /** One rung per preset shock, ascending; empty when nothing is tracked. */
+  /** One rung per preset shock, ascending, over the listed protocols' positions; empty when nothing is tracked. */
   readonly cascade: readonly CascadeRungFigure[];
 }
 
@@ -53,26 +57,23 @@ export function loopExposure(positions: readonly LendingPosition[], mint?: strin
   const names = [...new Set(book.map((p) => p.protocol))].sort();
   const cells = names.map((n) => book.filter((p) => p.protocol === n));
   const rungs = SHOCK_BPS.map((s) => book.filter((p) => liquidatableAt(p, s)));
-
-  const totalOk = publishable(book);
-  const rungOk = totalOk ? chainPublication(book, rungs) : rungs.map((r) => r.length === 0);
-  const cellOk = totalOk ? partitionPublication(cells) : cells.map(() => false);
-  const withheld = !totalOk || rungOk.includes(false) || cellOk.includes(false);
-  const all = totals(book);
+  const pub = publication(cells, rungs);
+  const all = totals(pub.total);
 
   return {
     tracked: true,
-    loop_exposure_usd: totalOk ? all.collateral : null,
-    debt_usd: totalOk ? all.debt : null,
-    coverage: withheld ? "partial" : "full",
-    by_protocol: names.map((protocol, i) => {
+    loop_exposure_usd: all.collateral,
+    debt_usd: all.debt,
+    coverage: pub.withheld ? "partial" : "full",
+    by_protocol: names.flatMap((protocol, i) => {
+      if (!pub.cellShown[i]) return [];
       const t = totals(cells[i]!);
-      return cellOk[i] ? { protocol, collateral_lev_usd: t.collateral, debt_usd: t.debt } : { protocol, collateral_lev_usd: null, debt_usd: null };
+      return [{ protocol, collateral_lev_usd: t.collateral, debt_usd: t.debt }];
     }),
     cascade: SHOCK_BPS.map((shock_bps, k) => ({
       shock_bps,
-      liquidatable_usd: rungOk[k] ? totals(rungs[k]!).collateral : null,
-      positions: positionsLabel(rungs[k]!.length),
+      liquidatable_usd: totals(pub.rungSets[k]!).collateral,
+      positions: positionsLabel(pub.rungSets[k]!.length),
     })),
   };
 }

@@ -4,7 +4,17 @@
  */
 export { isLeveraged, lendingPosition, PositionError, type LendingPosition } from "./position.ts";
 export { healthAfterShock, isShockBps, liquidatableAt, shockFactor, SHOCK_BPS, type ShockBps } from "./cascade.ts";
-export { chainPublication, partitionPublication, positionsLabel, PRIVACY_FLOOR, publishable, totals } from "./privacy.ts";
+export {
+  chainPublication,
+  crossPublishable,
+  partitionPublication,
+  positionsLabel,
+  PRIVACY_FLOOR,
+  publication,
+  publishable,
+  totals,
+  type Publication,
+} from "./privacy.ts";
 export { loopExposure, loopExposureByMint, type CascadeRungFigure, type Coverage, type LoopExposure, type ProtocolFigure } from "./exposure.ts";
 export {
   ADVISORY_NOTE,

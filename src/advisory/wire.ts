@@ -1,7 +1,8 @@
 /**
  * Wire forms of the advisory figures: the loop exposure object (interface 2.7), the simulate-depeg answer (4.2) and
  * the peg feed's `systemic` block (2.8). USD aggregates are rounded to cents half-even, like every USD aggregate of
- * the service (`usdAggregateToWire`), and written with trailing zeros trimmed; a withheld figure is `null`.
+ * the service (`usdAggregateToWire`), and written with trailing zeros trimmed. Every figure is a decimal string, never
+ * null (interface 2.7): what the privacy rule withholds is left out of the sums, not nulled.
  */
 import { timestampToWire, usdAggregateToWire, type Decimal, type EpochMs } from "../wire/index.ts";
 import type { ShockBps } from "./cascade.ts";
@@ -12,25 +13,27 @@ import { PRIVACY_FLOOR } from "./privacy.ts";
 export const ADVISORY_NOTE =
   "Model estimate, not a verifiable receipt: computed from tracked lending positions at the sources' own prices, " +
   "assuming the collateral price alone drops by shock_bps while debt keeps its value. USD figures are cent-rounded. " +
-  `Bands of fewer than ${PRIVACY_FLOOR} positions, or dominated by one position, are withheld (null) and coverage is partial.`;
+  `Figures count only bands of at least ${PRIVACY_FLOOR} positions not dominated by one position: withheld bands are left out ` +
+  "(a protocol that does not qualify is not listed, a cascade rung keeps the previous published figure), coverage is then " +
+  "partial and every figure is a lower bound.";
 
 export interface CascadeRungBody {
   readonly shock_bps: number;
-  readonly liquidatable_usd: string | null;
+  readonly liquidatable_usd: string;
   readonly positions: string;
 }
 
 export interface ProtocolBody {
   readonly protocol: string;
-  readonly collateral_lev_usd: string | null;
-  readonly debt_usd: string | null;
+  readonly collateral_lev_usd: string;
+  readonly debt_usd: string;
 }
 
 /** `GET /v1/assets/{symbol}/loop-exposure`. */
 export interface LoopExposureBody {
   readonly asset: string;
-  readonly loop_exposure_usd: string | null;
-  readonly debt_usd: string | null;
+  readonly loop_exposure_usd: string;
+  readonly debt_usd: string;
   readonly coverage: Coverage;
   readonly by_protocol: ProtocolBody[];
   readonly cascade: CascadeRungBody[];
@@ -42,9 +45,9 @@ export interface LoopExposureBody {
 export interface SimulateDepegBody {
   readonly asset: string;
   readonly shock_bps: number;
-  readonly liquidatable_usd: string | null;
+  readonly liquidatable_usd: string;
   readonly positions: string;
-  readonly loop_exposure_usd: string | null;
+  readonly loop_exposure_usd: string;
   readonly coverage: Coverage;
   readonly by_protocol: ProtocolBody[];
   readonly updated_at: string;
@@ -53,7 +56,8 @@ export interface SimulateDepegBody {
 
 /** The peg feed signal's `systemic` block (interface 2.8). */
 export interface SystemicBody {
-  readonly loop_exposure_usd: string | null;
+  readonly loop_exposure_usd: string;
+  /** The listed protocols (those counted in `loop_exposure_usd`). */
   readonly protocols: string[];
   readonly cascade: CascadeRungBody[];
   readonly coverage: Coverage;
@@ -61,7 +65,7 @@ export interface SystemicBody {
   readonly advisory_note: string;
 }
 
-const usd = (d: Decimal | null): string | null => (d === null ? null : usdAggregateToWire(d));
+const usd = (d: Decimal): string => usdAggregateToWire(d);
 
 function protocolsBody(e: LoopExposure): ProtocolBody[] {
   return e.by_protocol.map((p) => ({ protocol: p.protocol, collateral_lev_usd: usd(p.collateral_lev_usd), debt_usd: usd(p.debt_usd) }));

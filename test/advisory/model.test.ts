@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   ADVISORY_NOTE,
   chainPublication,
+  crossPublishable,
   healthAfterShock,
   lendingPosition,
   liquidatableAt,
@@ -103,6 +104,29 @@ describe("the privacy rule", () => {
     expect(chainPublication([...a, ...b], [[], a, a, a, a])).toEqual([true, false, false, false, false]);
   });
 
+  it("skips a rung that is not eligible: the next block is measured from the last published rung", () => {
+    const a = times(5, () => pos("1000", "880"));
+    const b = times(5, () => pos("1000", "700"));
+    const c = times(5, () => pos("1000", "600"));
+    const total = [...a, ...b, ...c];
+    expect(chainPublication(total, [a, [...a, ...b], [...a, ...b]], [false, true, true])).toEqual([false, true, true]);
+    expect(chainPublication(total, [a, [...a, ...b], [...a, ...b]], [true, false, true])).toEqual([true, false, true]);
+  });
+
+  it("checks a rung against every protocol bucket nested with it", () => {
+    const kamino = times(5, () => pos("1000", "950"));
+    const one = pos("1000", "950", { protocol: "marginfi" });
+    const marginfi = [one, ...times(4, () => pos("1000", "500", { protocol: "marginfi" }))];
+    // kamino lies wholly inside the rung: rung minus kamino would be one marginfi position.
+    expect(crossPublishable([...kamino, one], [kamino, marginfi])).toBe(false);
+    // The rung lies wholly inside marginfi: marginfi minus the rung is 4 positions.
+    expect(crossPublishable([one], [kamino, marginfi])).toBe(false);
+    // Nested with nothing, or with a publishable difference.
+    expect(crossPublishable([...kamino.slice(0, 4), one], [kamino, marginfi])).toBe(true);
+    expect(crossPublishable([...kamino, ...marginfi], [kamino, marginfi])).toBe(true);
+    expect(crossPublishable([], [kamino, marginfi])).toBe(true);
+  });
+
   it("withholds protocols complementarily: the withheld ones together must be publishable too", () => {
     const kamino = times(6, () => pos("1000", "800"));
     const marginfi = times(6, () => pos("500", "400", { protocol: "marginfi" }));
@@ -116,7 +140,7 @@ describe("the privacy rule", () => {
 });
 
 describe("loop exposure of one asset", () => {
-  it("computes totals, protocols and the cascade exactly, withholding the rung whose increment is too small", () => {
+  it("computes totals, protocols and the cascade exactly; a rung whose increment is too small repeats the previous figure", () => {
     const book = [
       ...times(5, () => pos("1000", "880")), // first liquidatable at 250 bps (877.5 < 880)
       ...times(2, () => pos("1000", "860")), // at 500 bps (855 < 860)
@@ -138,14 +162,14 @@ describe("loop exposure of one asset", () => {
       cascade: [
         { shock_bps: 100, liquidatable_usd: "0", positions: "0" },
         { shock_bps: 250, liquidatable_usd: "5000", positions: "5-9" },
-        { shock_bps: 500, liquidatable_usd: null, positions: "5-9" },
+        { shock_bps: 500, liquidatable_usd: "5000", positions: "5-9" },
         { shock_bps: 1000, liquidatable_usd: "11000", positions: "10-24" },
         { shock_bps: 2000, liquidatable_usd: "11000", positions: "10-24" },
       ],
       updated_at: "2026-06-12T12:00:00.000Z",
       advisory_note: ADVISORY_NOTE,
     });
-    expect(simulateDepegBody("jitoSOL", e, 500, AT)).toMatchObject({ shock_bps: 500, liquidatable_usd: null, positions: "5-9", loop_exposure_usd: "17000", coverage: "partial" });
+    expect(simulateDepegBody("jitoSOL", e, 500, AT)).toMatchObject({ shock_bps: 500, liquidatable_usd: "5000", positions: "5-9", loop_exposure_usd: "17000", coverage: "partial" });
     expect(simulateDepegBody("jitoSOL", e, 1000, AT)).toMatchObject({ liquidatable_usd: "11000", positions: "10-24" });
   });
 
@@ -159,16 +183,90 @@ describe("loop exposure of one asset", () => {
     ]);
   });
 
-  it("withholds everything but empty rungs when the whole book is below the floor", () => {
+  it("a carried rung shows the label of the published set, not of its own", () => {
+    const book = [
+      ...times(9, () => pos("1000", "880")), // at 250 bps
+      ...times(2, () => pos("1000", "860")), // at 500 bps: 11 liquidatable, but the block of 2 is withheld
+      ...times(6, () => pos("1000", "850")), // at 1000 bps
+      ...times(6, () => pos("1000", "700")), // never
+    ];
+    expect(loopExposureBody("X", loopExposure(book), AT).cascade.map((r) => [r.liquidatable_usd, r.positions])).toEqual([
+      ["0", "0"],
+      ["9000", "5-9"],
+      ["9000", "5-9"],
+      ["17000", "10-24"],
+      ["17000", "10-24"],
+    ]);
+  });
+
+  it("leaves a withheld protocol out of by_protocol, the totals and the cascade, with its complementary partner", () => {
+    const book = [
+      ...times(6, () => pos("1000", "950")), // kamino: liquidatable at every shock
+      ...times(6, () => pos("500", "400", { protocol: "marginfi" })), // never
+      ...times(3, () => pos("1000", "950", { protocol: "drift" })), // below the floor, liquidatable at every shock
+    ];
+    const e = loopExposure(book);
+    const body = loopExposureBody("X", e, AT);
+    // drift alone is below the floor; marginfi (the smaller listed bucket) goes too so drift + marginfi is a band.
+    expect(body).toMatchObject({ loop_exposure_usd: "6000", debt_usd: "5700", coverage: "partial", by_protocol: [{ protocol: "kamino", collateral_lev_usd: "6000", debt_usd: "5700" }] });
+    // The cascade counts kamino only: 6000 at every shock, never drift's 3000 on top.
+    expect(body.cascade.map((r) => [r.liquidatable_usd, r.positions])).toEqual(Array.from({ length: 5 }, () => ["6000", "5-9"]));
+    expect(systemicBody(e, AT)).toMatchObject({ loop_exposure_usd: "6000", protocols: ["kamino"], coverage: "partial" });
+    expect(simulateDepegBody("X", e, 100, AT)).toMatchObject({ liquidatable_usd: "6000", loop_exposure_usd: "6000", by_protocol: [{ protocol: "kamino" }] });
+  });
+
+  it("keeps the omitted protocols out of the cascade: total minus rung would otherwise be one position", () => {
+    const book = [
+      ...times(10, () => pos("1000", "950")), // kamino: liquidatable at every shock
+      ...times(3, () => pos("1000", "500", { protocol: "drift" })), // never
+      pos("1000", "950", { protocol: "marginfi" }), // liquidatable at every shock
+      ...times(2, () => pos("1000", "500", { protocol: "marginfi" })), // never
+    ];
+    const body = loopExposureBody("X", loopExposure(book), AT);
+    // drift and marginfi are each below the floor and publishable together, so kamino alone is listed.
+    expect(body).toMatchObject({ loop_exposure_usd: "10000", debt_usd: "9500", coverage: "partial" });
+    expect(body.by_protocol.map((p) => p.protocol)).toEqual(["kamino"]);
+    // Over the whole book the rung would be 11000: 11000 - 10000 isolates the one marginfi position.
+    expect(body.cascade.map((r) => r.liquidatable_usd)).toEqual(["10000", "10000", "10000", "10000", "10000"]);
+  });
+
+  it("withholds a rung that differs from a protocol bucket by a band below the floor", () => {
+    const book = [
+      ...times(5, () => pos("1000", "950")), // kamino: liquidatable at every shock
+      pos("1000", "950", { protocol: "marginfi" }), // liquidatable at every shock
+      ...times(4, () => pos("1000", "500", { protocol: "marginfi" })),
+      ...times(5, () => pos("1000", "500", { protocol: "save" })),
+    ];
+    const body = loopExposureBody("X", loopExposure(book), AT);
+    expect(body).toMatchObject({ loop_exposure_usd: "15000", debt_usd: "10200", coverage: "partial" });
+    expect(body.by_protocol).toEqual([
+      { protocol: "kamino", collateral_lev_usd: "5000", debt_usd: "4750" },
+      { protocol: "marginfi", collateral_lev_usd: "5000", debt_usd: "2950" },
+      { protocol: "save", collateral_lev_usd: "5000", debt_usd: "2500" },
+    ]);
+    // The 6 liquidatable positions contain all of kamino: 6000 - 5000 would be the one marginfi position.
+    expect(body.cascade.map((r) => [r.liquidatable_usd, r.positions])).toEqual(Array.from({ length: 5 }, () => ["0", "0"]));
+  });
+
+  it("publishes zeros, no protocols and partial coverage when the whole book is below the floor", () => {
     const e = loopExposure([pos("1000", "880"), pos("1000", "880"), pos("1000", "700")]);
     const body = loopExposureBody("X", e, AT);
-    expect(body.loop_exposure_usd).toBeNull();
-    expect(body.debt_usd).toBeNull();
-    expect(body.coverage).toBe("partial");
-    expect(body.by_protocol).toEqual([{ protocol: "kamino", collateral_lev_usd: null, debt_usd: null }]);
-    expect(body.cascade.map((r) => [r.liquidatable_usd, r.positions])).toEqual([["0", "0"], [null, "<5"], [null, "<5"], [null, "<5"], [null, "<5"]]);
-    // Tracked, so the feed still carries the (withheld) systemic block.
-    expect(systemicBody(e, AT)).toMatchObject({ loop_exposure_usd: null, protocols: ["kamino"], coverage: "partial" });
+    expect(body).toMatchObject({ loop_exposure_usd: "0", debt_usd: "0", coverage: "partial", by_protocol: [] });
+    expect(body.cascade.map((r) => [r.shock_bps, r.liquidatable_usd, r.positions])).toEqual([
+      [100, "0", "0"],
+      [250, "0", "0"],
+      [500, "0", "0"],
+      [1000, "0", "0"],
+      [2000, "0", "0"],
+    ]);
+    expect(simulateDepegBody("X", e, 500, AT)).toMatchObject({ liquidatable_usd: "0", positions: "0", loop_exposure_usd: "0", coverage: "partial", by_protocol: [] });
+    // Tracked, so the feed still carries the systemic block: zeros, partial.
+    expect(systemicBody(e, AT)).toMatchObject({ loop_exposure_usd: "0", protocols: [], coverage: "partial" });
+  });
+
+  it("dominance by one position withholds the whole book too", () => {
+    const body = loopExposureBody("X", loopExposure([...times(5, () => pos("100", "80")), pos("100000", "80000", { protocol: "drift" })]), AT);
+    expect(body).toMatchObject({ loop_exposure_usd: "0", debt_usd: "0", coverage: "partial", by_protocol: [] });
   });
 
   it("rounds USD aggregates to cents half-even, after summing exactly", () => {
@@ -189,8 +287,10 @@ describe("loop exposure of one asset", () => {
     expect(systemicBody(undefined, AT)).toBeUndefined();
   });
 
-  it("says it is an estimate, not a receipt", () => {
+  it("says it is an estimate, not a receipt, and a lower bound when partial", () => {
     expect(ADVISORY_NOTE).toMatch(/model estimate/i);
     expect(ADVISORY_NOTE).toMatch(/not a verifiable receipt/i);
+    expect(ADVISORY_NOTE).toMatch(/lower bound/i);
+    expect(ADVISORY_NOTE).not.toMatch(/null/i);
   });
 });

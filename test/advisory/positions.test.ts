@@ -190,7 +190,7 @@ describe("the simulated positions", () => {
     expect(mints.size).toBeLessThan(catalog.active.length);
     expect(exposures.some((e) => e.coverage === "full")).toBe(true);
     expect(exposures.some((e) => e.coverage === "partial")).toBe(true);
-    expect(exposures.some((e) => e.cascade.some((r) => r.liquidatable_usd !== null && r.liquidatable_usd.gt(0)))).toBe(true);
+    expect(exposures.some((e) => e.cascade.some((r) => r.liquidatable_usd.gt(0)))).toBe(true);
   });
 });
 
@@ -223,7 +223,7 @@ describe("the positions book", () => {
     const first = book.snapshot()!;
     expect(first.updatedAt).toBe(1_060_000);
     // 5 x 1000 + 5 x 2000 collateral on jitoSOL from the two sources.
-    expect(first.byMint.get(JITOSOL)!.loop_exposure_usd!.toFixed()).toBe("15000");
+    expect(first.byMint.get(JITOSOL)!.loop_exposure_usd.toFixed()).toBe("15000");
 
     failB = true;
     clock.increment(60_000);
@@ -232,7 +232,7 @@ describe("the positions book", () => {
     expect(second).not.toBe(first);
     // b failed: its last good read (at 1 060 000) is kept, and updated_at is the oldest read in the mix.
     expect(second.updatedAt).toBe(1_060_000);
-    expect(second.byMint.get(JITOSOL)!.loop_exposure_usd!.toFixed()).toBe("15000");
+    expect(second.byMint.get(JITOSOL)!.loop_exposure_usd.toFixed()).toBe("15000");
 
     await book.stop();
     const before = calls;

@@ -19,13 +19,17 @@ type Obj = Record<string, unknown>;
 
 const JITO = asset("jitoSOL").mint;
 const USDC = asset("USDC").mint;
+const USDT = asset("USDT").mint;
 const UPDATED = NOW - 30_000;
 
 const pos = (mint: string, protocol: string, collateral: string, debt: string): LendingPosition =>
   lendingPosition({ protocol, collateral_mint: mint, collateral_usd: collateral, debt_usd: debt, liquidation_threshold: "0.9" });
 const times = (n: number, p: () => LendingPosition) => Array.from({ length: n }, p);
 
-/** jitoSOL: a book with one rung withheld; USDC: a fully publishable book; nothing else is tracked. */
+/**
+ * jitoSOL: a book with one rung's increment withheld; USDC: a fully publishable book; USDT: a protocol below the floor
+ * (drift) and its complementary partner (marginfi) left out; nothing else is tracked.
+ */
 const BOOK: LendingPosition[] = [
   ...times(5, () => pos(JITO, "kamino", "1000", "880")),
   ...times(2, () => pos(JITO, "kamino", "1000", "860")),
@@ -33,6 +37,9 @@ const BOOK: LendingPosition[] = [
   ...times(6, () => pos(JITO, "kamino", "1000", "700")),
   ...times(5, () => pos(USDC, "kamino", "2000.005", "1000")),
   ...times(5, () => pos(USDC, "marginfi", "3000", "2900")),
+  ...times(6, () => pos(USDT, "kamino", "1000", "950")),
+  ...times(6, () => pos(USDT, "marginfi", "500", "400")),
+  ...times(3, () => pos(USDT, "drift", "1000", "950")),
 ];
 
 class FixedReader implements ExposureReader {
@@ -77,7 +84,7 @@ const reader = new FixedReader({ updatedAt: UPDATED, byMint: loopExposureByMint(
 const s = stack(reader);
 
 describe("GET /v1/assets/{symbol}/loop-exposure", () => {
-  it("answers the loop exposure object with cent-rounded figures and withheld bands as null", async () => {
+  it("answers the loop exposure object with cent-rounded decimal figures; a withheld increment repeats the previous rung", async () => {
     const body = (await s.get("/v1/assets/jitoSOL/loop-exposure")).body as Obj;
     expect(body).toEqual({
       asset: "jitoSOL",
@@ -88,7 +95,7 @@ describe("GET /v1/assets/{symbol}/loop-exposure", () => {
       cascade: [
         { shock_bps: 100, liquidatable_usd: "0", positions: "0" },
         { shock_bps: 250, liquidatable_usd: "5000", positions: "5-9" },
-        { shock_bps: 500, liquidatable_usd: null, positions: "5-9" },
+        { shock_bps: 500, liquidatable_usd: "5000", positions: "5-9" },
         { shock_bps: 1000, liquidatable_usd: "11000", positions: "10-24" },
         { shock_bps: 2000, liquidatable_usd: "11000", positions: "10-24" },
       ],
@@ -102,6 +109,41 @@ describe("GET /v1/assets/{symbol}/loop-exposure", () => {
       { protocol: "kamino", collateral_lev_usd: "10000.02", debt_usd: "5000" },
       { protocol: "marginfi", collateral_lev_usd: "15000", debt_usd: "14500" },
     ]);
+  });
+
+  it("leaves a withheld protocol out of by_protocol, the totals and the cascade: decimal strings, never null", async () => {
+    const body = (await s.get("/v1/assets/USDT/loop-exposure")).body as Obj;
+    expect(body).toEqual({
+      asset: "USDT",
+      loop_exposure_usd: "6000",
+      debt_usd: "5700",
+      coverage: "partial",
+      by_protocol: [{ protocol: "kamino", collateral_lev_usd: "6000", debt_usd: "5700" }],
+      cascade: [100, 250, 500, 1000, 2000].map((shock_bps) => ({ shock_bps, liquidatable_usd: "6000", positions: "5-9" })),
+      updated_at: new Date(UPDATED).toISOString(),
+      advisory_note: ADVISORY_NOTE,
+    });
+    expect(JSON.stringify(body)).not.toMatch(/null|drift|marginfi/);
+  });
+
+  it("documents every advisory figure as a non-null decimal string", () => {
+    const schemas = (s.doc["components"] as Obj)["schemas"] as Record<string, { properties: Record<string, Obj>; required: string[] }>;
+    const figures: [string, string][] = [
+      ["LoopExposure", "loop_exposure_usd"],
+      ["LoopExposure", "debt_usd"],
+      ["ProtocolExposure", "collateral_lev_usd"],
+      ["ProtocolExposure", "debt_usd"],
+      ["CascadeRung", "liquidatable_usd"],
+      ["SimulateDepeg", "liquidatable_usd"],
+      ["SimulateDepeg", "loop_exposure_usd"],
+      ["Systemic", "loop_exposure_usd"],
+    ];
+    for (const [schema, field] of figures) {
+      const prop = schemas[schema]!.properties[field]!;
+      expect(prop["$ref"], `${schema}.${field}`).toBe("#/components/schemas/Decimal");
+      expect(JSON.stringify(prop), `${schema}.${field}`).not.toMatch(/null|anyOf|oneOf/);
+      expect(schemas[schema]!.required, `${schema}.${field}`).toContain(field);
+    }
   });
 
   it("answers zeros and empty lists for an asset with no tracked leverage", async () => {
@@ -143,7 +185,7 @@ describe("GET /v1/assets/{symbol}/simulate-depeg", () => {
       updated_at: new Date(UPDATED).toISOString(),
       advisory_note: ADVISORY_NOTE,
     });
-    expect((await s.get("/v1/assets/jitoSOL/simulate-depeg?shock_bps=500")).body).toMatchObject({ liquidatable_usd: null, positions: "5-9" });
+    expect((await s.get("/v1/assets/jitoSOL/simulate-depeg?shock_bps=500")).body).toMatchObject({ liquidatable_usd: "5000", positions: "5-9" });
     for (const shock of [100, 1000, 2000]) expect((await s.get(`/v1/assets/USDC/simulate-depeg?shock_bps=${shock}`)).body).toMatchObject({ shock_bps: shock });
     expect((await s.get("/v1/assets/EURC/simulate-depeg?shock_bps=2000")).body).toMatchObject({ liquidatable_usd: "0", positions: "0", by_protocol: [] });
   });
@@ -178,7 +220,7 @@ describe("the peg feed's systemic block", () => {
       cascade: [
         { shock_bps: 100, liquidatable_usd: "0", positions: "0" },
         { shock_bps: 250, liquidatable_usd: "5000", positions: "5-9" },
-        { shock_bps: 500, liquidatable_usd: null, positions: "5-9" },
+        { shock_bps: 500, liquidatable_usd: "5000", positions: "5-9" },
         { shock_bps: 1000, liquidatable_usd: "11000", positions: "10-24" },
         { shock_bps: 2000, liquidatable_usd: "11000", positions: "10-24" },
       ],
@@ -191,7 +233,8 @@ describe("the peg feed's systemic block", () => {
     expect(sig("USDC")).toMatchObject({ symbol: "USDC", mint: USDC });
     expect(sig("EURC")).not.toHaveProperty("systemic");
     const tracked = body.data.filter((d) => "systemic" in d).map((d) => d["symbol"]);
-    expect(tracked.sort()).toEqual(["USDC", "jitoSOL"]);
+    expect(sig("USDT")["systemic"]).toMatchObject({ loop_exposure_usd: "6000", protocols: ["kamino"], coverage: "partial" });
+    expect(tracked.sort()).toEqual(["USDC", "USDT", "jitoSOL"]);
   });
 
   it("is omitted everywhere without a positions book or before it loads", async () => {

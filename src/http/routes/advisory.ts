@@ -38,7 +38,9 @@ export function advisoryRoutes(rm: ReadModel, advisory: ExposureReader | undefin
         summary: "Loop exposure of one asset (advisory)",
         description:
           "Leveraged collateral riding on the asset across the tracked lending protocols, its debt, the per-protocol split and a liquidation cascade at each preset shock. A model estimate, not a receipt. " +
-          "Privacy: a band (a published figure, or the difference of two published figures) of fewer than 5 positions, or with one position above half its collateral or debt, is withheld as null and `coverage` is `partial`; `positions` is a floored range label, never a count. " +
+          "Privacy: a band (a published figure, or the difference of two published figures) of fewer than 5 positions, or with one position above half its collateral or debt, is never published. Every figure is a decimal string counting only publishable bands: " +
+          "a protocol whose bucket does not qualify is left out of `by_protocol` and of the totals (which are exactly the sum of `by_protocol`), the cascade counts only the listed protocols' positions, and a rung whose added positions do not qualify repeats the previous published figure (the first rung: 0). " +
+          "When anything was left out `coverage` is `partial` and the figures are lower bounds. `positions` is a floored range label of the set behind the figure, never a count. " +
           "No leverage tracked: zero totals and empty lists. 503 `not_ready` until the positions are first loaded.",
         tags: ["assets"],
         params: symbolParam,
@@ -59,7 +61,7 @@ export function advisoryRoutes(rm: ReadModel, advisory: ExposureReader | undefin
       spec: {
         summary: "Simulate a depeg of one asset (advisory)",
         description:
-          "The cascade rung of one preset shock (the collateral price drops by shock_bps while debt keeps its value), with the asset's by_protocol breakdown. Same estimate and privacy rule as loop-exposure. Only the preset shocks are modelled.",
+          "The cascade rung of one preset shock (the collateral price drops by shock_bps while debt keeps its value), with the asset's by_protocol breakdown. Same estimate and privacy rule as loop-exposure: every figure is a decimal string, a lower bound when `coverage` is `partial`. Only the preset shocks are modelled.",
         tags: ["assets"],
         params: symbolParam,
         query: SimulateDepegQuery,

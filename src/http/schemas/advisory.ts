@@ -8,28 +8,33 @@ import { Decimal, Timestamp, component } from "./common.ts";
 import { CascadeRung, Coverage } from "./feeds.ts";
 import { intParam, type QueryParam } from "./query.ts";
 
-const usdOrWithheld = (what: string) =>
-  Decimal.nullable().meta({ description: `${what}, USD, cent-rounded (half-even). Null when the privacy rule withholds it.` });
+/** A USD figure: always a decimal string; with coverage `partial` it counts only the publishable bands (a lower bound). */
+const usdFigure = (what: string) =>
+  Decimal.meta({ description: `${what}, USD, cent-rounded (half-even). Counts only bands that pass the privacy rule: a lower bound when coverage is partial.` });
 
 export const ProtocolExposure = component(
   "ProtocolExposure",
   z.strictObject({
     protocol: z.string().meta({ description: "Lending protocol id (kamino, marginfi, save, drift)." }),
-    collateral_lev_usd: usdOrWithheld("Leveraged collateral on this protocol"),
-    debt_usd: usdOrWithheld("Debt of those positions"),
+    collateral_lev_usd: usdFigure("Leveraged collateral on this protocol"),
+    debt_usd: usdFigure("Debt of those positions"),
   }),
-  "One lending protocol's share of an asset's loop exposure. A bucket below the privacy floor (or needed to protect one) shows null figures.",
+  "One lending protocol's share of an asset's loop exposure. A protocol whose bucket is below the privacy floor (or must be left out to protect one) is not listed.",
 );
 
 export const LoopExposure = component(
   "LoopExposure",
   z.strictObject({
     asset: z.string(),
-    loop_exposure_usd: usdOrWithheld("Leveraged collateral riding on the asset across the tracked lending protocols"),
-    debt_usd: usdOrWithheld("Debt of those positions"),
+    loop_exposure_usd: usdFigure("Leveraged collateral riding on the asset across the listed lending protocols (exactly the sum of by_protocol)"),
+    debt_usd: usdFigure("Debt of those positions (exactly the sum of by_protocol)"),
     coverage: Coverage,
-    by_protocol: z.array(ProtocolExposure).meta({ description: "Sorted by protocol; empty when no leverage is tracked." }),
-    cascade: z.array(CascadeRung).meta({ description: "One rung per preset shock (100, 250, 500, 1000, 2000 bps), ascending; empty when no leverage is tracked." }),
+    by_protocol: z.array(ProtocolExposure).meta({
+      description: "Protocols whose buckets pass the privacy rule, sorted by protocol; others are left out (coverage partial). Empty when no leverage is tracked or none qualifies.",
+    }),
+    cascade: z.array(CascadeRung).meta({
+      description: "One rung per preset shock (100, 250, 500, 1000, 2000 bps), ascending, over the listed protocols' positions; non-decreasing. Empty when no leverage is tracked.",
+    }),
     updated_at: Timestamp.meta({ description: "When the positions behind these figures were read." }),
     advisory_note: z.string().meta({ description: "States that the figures are a model estimate, not a verifiable receipt." }),
   }),
@@ -41,9 +46,9 @@ export const SimulateDepeg = component(
   z.strictObject({
     asset: z.string(),
     shock_bps: z.int().meta({ description: "The requested preset shock." }),
-    liquidatable_usd: usdOrWithheld("Collateral of the positions whose health falls below 1 at this shock"),
-    positions: z.string().meta({ description: "k-floored count label of those positions (`0`, `<5`, `5-9`, `10-24`, ...), never a raw count." }),
-    loop_exposure_usd: usdOrWithheld("The asset's whole loop exposure, for scale"),
+    liquidatable_usd: usdFigure("Collateral of the listed protocols' positions whose health falls below 1 at this shock (the loop-exposure cascade rung)"),
+    positions: z.string().meta({ description: "k-floored count label of the positions behind liquidatable_usd (`0`, `5-9`, `10-24`, ...), never a raw count." }),
+    loop_exposure_usd: usdFigure("The asset's loop exposure (as in loop-exposure), for scale"),
     coverage: Coverage,
     by_protocol: z.array(ProtocolExposure),
     updated_at: Timestamp,

@@ -99,18 +99,21 @@ export const CalibrationList = component("CalibrationList", listEnvelopeOf(Calib
 export const Coverage = component(
   "Coverage",
   z.enum(["full", "partial"]),
-  "`partial` whenever the privacy rule withheld a figure (a band of fewer than 5 positions, or one dominated by a single position); `full` otherwise.",
+  "`partial` whenever the privacy rule left a band out (fewer than 5 positions, or dominated by a single position): the USD figures then count only the publishable bands and are lower bounds. `full` otherwise.",
 );
 
 export const CascadeRung = component(
   "CascadeRung",
   z.strictObject({
     shock_bps: z.int().meta({ description: "Preset collateral price drop: 100, 250, 500, 1000 or 2000 bps." }),
-    liquidatable_usd: Decimal.nullable().meta({
+    liquidatable_usd: Decimal.meta({
       description:
-        "Collateral of the positions whose health (collateral x (1 - shock) x liquidation threshold / debt) falls below 1 at this shock, USD, cent-rounded. Null when the privacy rule withholds it (coverage is then partial).",
+        "Collateral of the listed protocols' positions whose health (collateral x (1 - shock) x liquidation threshold / debt) falls below 1 at this shock, USD, cent-rounded. " +
+        "Cumulative over the rungs the privacy rule publishes: a rung whose added positions are withheld repeats the previous published figure (the first rung: 0), so it never decreases with the shock; a lower bound when coverage is partial.",
     }),
-    positions: z.string().meta({ description: "k-floored range label of those positions (`0`, `<5`, `5-9`, `10-24`, `25-49`, `50-99`, `100-249`, `250-499`, `500-999`, `1000+`), never a raw count." }),
+    positions: z.string().meta({
+      description: "k-floored range label of the positions behind liquidatable_usd (`0`, `5-9`, `10-24`, `25-49`, `50-99`, `100-249`, `250-499`, `500-999`, `1000+`; `<5` is never published), never a raw count.",
+    }),
   }),
   "One preset shock of a liquidation cascade estimate (advisory, not a receipt).",
 );
@@ -118,8 +121,10 @@ export const CascadeRung = component(
 export const Systemic = component(
   "Systemic",
   z.strictObject({
-    loop_exposure_usd: Decimal.nullable().meta({ description: "Leveraged collateral riding on the asset, USD, cent-rounded; null when withheld by the privacy rule." }),
-    protocols: z.array(z.string()).meta({ description: "Lending protocols with tracked leverage on the asset." }),
+    loop_exposure_usd: Decimal.meta({
+      description: "Leveraged collateral riding on the asset across the listed protocols, USD, cent-rounded; counts only bands that pass the privacy rule (a lower bound when coverage is partial).",
+    }),
+    protocols: z.array(z.string()).meta({ description: "Lending protocols whose leverage on the asset passes the privacy rule (those counted in loop_exposure_usd)." }),
     cascade: z.array(CascadeRung),
     coverage: Coverage,
     updated_at: Timestamp.meta({ description: "When the positions behind these figures were read." }),
