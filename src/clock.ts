@@ -123,30 +123,61 @@ export class SimulatedClock implements Clock {
 /**
  * A clock that runs `speed` times faster than `base`, starting at `origin`: scenario feeds replay history at
  * SCENARIO_SPEED with every dwell window scaled alike, and receipts carry scenario time.
+ *
+ * Created `paused`, it reads `origin` and holds the timers set meanwhile until `start()`: a service restarting from
+ * recovered actors creates the clock before the rest of its start-up and starts it with the intake, so no dwell
+ * timer can fire ahead of the samples that precede its deadline while the service is still starting.
  */
 export class ScaledClock implements Clock {
   readonly #base: Clock;
   readonly #origin: number;
-  readonly #startedAt: number;
+  #startedAt: number | null;
   readonly #speed: number;
+  /** Timers set while paused (armed on start), and after start the base timer of each such handle. */
+  readonly #held = new Map<object, { readonly fn: () => void; readonly ms: number; base?: unknown }>();
 
-  constructor(origin: number, speed: number, base: Clock = systemClock) {
+  constructor(origin: number, speed: number, base: Clock = systemClock, opts: { readonly paused?: boolean } = {}) {
     if (!(speed > 0) || !Number.isFinite(speed)) throw new RangeError("speed must be a positive finite number");
     this.#base = base;
     this.#origin = origin;
-    this.#startedAt = base.now();
+    this.#startedAt = opts.paused === true ? null : base.now();
     this.#speed = speed;
   }
 
+  /** Starts a paused clock (no-op when running): time runs from `origin` now, and held timers are armed. */
+  start(): void {
+    if (this.#startedAt !== null) return;
+    this.#startedAt = this.#base.now();
+    for (const [handle, t] of this.#held) {
+      t.base = this.#base.setTimeout(() => {
+        this.#held.delete(handle);
+        t.fn();
+      }, this.#scaled(t.ms));
+    }
+  }
+
   now(): number {
-    return this.#origin + Math.floor((this.#base.now() - this.#startedAt) * this.#speed);
+    return this.#startedAt === null ? this.#origin : this.#origin + Math.floor((this.#base.now() - this.#startedAt) * this.#speed);
   }
 
   setTimeout(fn: () => void, ms: number): unknown {
-    return this.#base.setTimeout(fn, Math.max(0, Math.ceil(ms / this.#speed)));
+    if (this.#startedAt !== null) return this.#base.setTimeout(fn, this.#scaled(ms));
+    const handle = {};
+    this.#held.set(handle, { fn, ms });
+    return handle;
   }
 
   clearTimeout(id: unknown): void {
-    this.#base.clearTimeout(id);
+    const held = typeof id === "object" && id !== null ? this.#held.get(id) : undefined;
+    if (held === undefined) {
+      this.#base.clearTimeout(id);
+      return;
+    }
+    this.#held.delete(id as object);
+    if (held.base !== undefined) this.#base.clearTimeout(held.base);
+  }
+
+  #scaled(ms: number): number {
+    return Math.max(0, Math.ceil(ms / this.#speed));
   }
 }

@@ -78,7 +78,7 @@ function feedFor(
   clock: Clock,
   log: LogFn,
   resumeAt: ReadonlyMap<string, number>,
-): { feed: Observable<Sample>; clock: Clock } | { error: string } {
+): { feed: Observable<Sample>; clock: Clock; start?: () => void } | { error: string } {
   switch (config.feed.kind) {
     case "sim":
       return {
@@ -101,8 +101,8 @@ function feedFor(
       const origin = bySymbol.size === 0 ? first : Math.max(first, Math.min(...bySymbol.values()) + 1);
       if (bySymbol.size > 0) log("info", "scenario resumes after the recovered state", { at: new Date(origin).toISOString() });
       const samples = scenario.samples.filter((x) => x.ts > (bySymbol.get(x.asset) ?? -Infinity));
-      const scaled = new ScaledClock(origin, config.scenarioSpeed, clock);
-      return { clock: scaled, feed: scenarioFeed(samples, scaled, config.scenarioSpeed) };
+      const scaled = new ScaledClock(origin, config.scenarioSpeed, clock, { paused: true });
+      return { clock: scaled, feed: scenarioFeed(samples, scaled, config.scenarioSpeed), start: () => scaled.start() };
     }
     case "live": {
       const live = liveLegs(catalog, config.sources, clock, { log: (level, msg, fields) => log(level, msg, fields) });
@@ -318,6 +318,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
 
     // Intake last.
     const scenarioTime = config.feed.kind === "scenario";
+    if ("start" in chosen) chosen.start?.();
     const intake = chosen.feed.subscribe({
       next: (s) => {
         api.metrics.samples.inc({ result: host.ingest(s, scenarioTime ? s.ts : clock.now()).status });
