@@ -36,6 +36,13 @@ export type NatsConfig =
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
+/**
+ * Which parts a process runs (docs/scaling.md). `all`: everything in one process (the single-machine deployment).
+ * `engine`: intake, the actors of the assets it leases, projectors, webhook dispatch and delivery, anchoring; no HTTP.
+ * `api`: HTTP, WebSocket and auth over the shared store and NATS; no actors, no intake.
+ */
+export type Role = "engine" | "api" | "all";
+
 /** Base URLs of the live sources, without a trailing slash (unless they carry a query string). */
 export interface SourcesConfig {
   /** Pyth Hermes price service. Default `https://hermes.pyth.network`. */
@@ -127,6 +134,10 @@ export interface Config {
    */
   readonly methodology: MethodologyRelease;
   readonly anchor: AnchorConfig;
+  /** Which parts this process runs. Default `all`. */
+  readonly role: Role;
+  /** JetStream replicas of the streams and buckets the service creates, 1-5 (3 on a three-node cluster). Default 1. */
+  readonly natsReplicas: number;
 }
 
 /**
@@ -183,6 +194,8 @@ export const CONFIG_VARIABLES = [
   { name: "SOLANA_RPC_URL", default: "https://api.mainnet-beta.solana.com", secret: false, description: "Solana JSON-RPC URL (live feed). Setting it explicitly also enables on-chain anchoring of DEPEG, CRITICAL and BLACK_SWAN receipts, sent to this URL." },
   { name: "ANCHOR_KEYPAIR", default: null, secret: false, description: "Path to the fee payer's Solana CLI keypair file (a JSON array of 64 bytes) for on-chain anchoring. Unset: a fee payer is generated on first start and kept in the database. The file itself is secret." },
   { name: "ANCHOR_DAILY_BUDGET", default: "100", secret: false, description: "On-chain commits per UTC day, integer 0-100000; transitions past it are not_applicable (cost-gated)." },
+  { name: "ROLE", default: "all", secret: false, description: "Parts this process runs: all (everything, one process), engine (intake and the actors of the assets it leases in NATS KV, projectors, webhook delivery; no HTTP) or api (HTTP and WebSocket; no actors). See docs/scaling.md." },
+  { name: "NATS_REPLICAS", default: "1", secret: false, description: "JetStream replicas of the streams and KV buckets, integer 1-5; 3 on a three-node nats-server cluster." },
   { name: "METHODOLOGY_REGISTRY", default: null, secret: false, description: "Path to a methodology lifecycle registry (JSON, the shape of src/methodology/registry.json) that replaces the shipped one, e.g. to mark this build's version deprecated or broken (docs/methodology-lifecycle.md). Unset: the shipped registry." },
 ] as const satisfies readonly ConfigVariable[];
 
@@ -297,6 +310,8 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
       keypairPath: read("ANCHOR_KEYPAIR", (t) => (t.includes("\0") ? bad("expected a file path") : ok(t))),
       dailyBudget: read("ANCHOR_DAILY_BUDGET", integerIn(0, 100_000), 100),
     },
+    role: read("ROLE", parseRole, "all"),
+    natsReplicas: read("NATS_REPLICAS", integerIn(1, 5), 1),
   };
   const baseUrl = read("WEBHOOK_BASE_URL", parseHttpUrl);
 
@@ -412,6 +427,11 @@ function parseMethodologyRegistry(path: string): Parsed<MethodologyRelease> {
     if (e instanceof MethodologyRegistryError) return bad(e.message);
     throw e;
   }
+}
+
+function parseRole(text: string): Parsed<Role> {
+  const t = text.toLowerCase();
+  return t === "engine" || t === "api" || t === "all" ? ok(t) : bad("expected engine, api or all");
 }
 
 function parseLogLevel(text: string): Parsed<LogLevel> {

@@ -67,7 +67,9 @@ export type HostEvent = StateEvent | TransitionEvent;
 export type IngestResult =
   | { readonly status: "accepted" }
   | { readonly status: "skipped"; readonly reason: SkipReason }
-  | { readonly status: "unknown_asset" };
+  | { readonly status: "unknown_asset" }
+  /** The asset's actor is released (another engine runs it). */
+  | { readonly status: "released" };
 
 /** All actors' engine states, keyed by mint: what the host persists and restores. */
 export interface HostSnapshot {
@@ -97,6 +99,8 @@ interface Slot {
   drained: readonly BandEmitted[] | null;
   /** The most recent events, for inspection. */
   readonly events: EventRing;
+  /** Stopped by `release` (another engine runs the asset) until `restoreAsset`/`activateAsset`. */
+  released: boolean;
 }
 
 /**
@@ -128,7 +132,7 @@ export class ActorHost {
     for (const asset of options.assets) {
       if (this.#bySymbol.has(asset.symbol)) throw new Error(`duplicate asset symbol ${asset.symbol}`);
       if (this.#byMint.has(asset.mint)) throw new Error(`duplicate asset mint ${asset.mint}`);
-      const slot: Slot = { asset, actor: this.#spawn(asset, undefined), lastSkip: null, drained: null, events: new EventRing(this.#eventHistory) };
+      const slot: Slot = { asset, actor: this.#spawn(asset, undefined), lastSkip: null, drained: null, events: new EventRing(this.#eventHistory), released: false };
       this.#bySymbol.set(asset.symbol, slot);
       this.#byMint.set(asset.mint, slot);
       this.#wire(slot);
@@ -148,6 +152,7 @@ export class ActorHost {
     if (this.#stopped) throw new Error("the actor host is stopped");
     const slot = this.#bySymbol.get(sample.asset);
     if (slot === undefined) return { status: "unknown_asset" };
+    if (slot.released) return { status: "released" };
     slot.lastSkip = null;
     slot.actor.send({ type: "SAMPLE", sample, now });
     return slot.lastSkip === null ? { status: "accepted" } : { status: "skipped", reason: slot.lastSkip };
@@ -168,7 +173,7 @@ export class ActorHost {
   /** The live view of one actor (by symbol or mint): state, band, candidate, deadline, last sample, recent events. */
   inspect(key: string): MachineView | undefined {
     const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
-    if (slot === undefined) return undefined;
+    if (slot === undefined || slot.released) return undefined;
     const snapshot = slot.actor.getSnapshot();
     return machineView(slot.asset, String(snapshot.value), snapshot.context.engine, slot.events.toArray());
   }
@@ -214,15 +219,19 @@ export class ActorHost {
     for (const [slot, state] of parsed) this.restoreAsset(slot.asset.mint, state);
   }
 
-  /** Replaces one asset's engine state and resumes its actor (see `restore`). */
-  restoreAsset(key: string, state: AssetState): void {
+  /**
+   * Replaces one asset's engine state and resumes its actor (see `restore`) at `now` (default the clock's now); a
+   * released asset runs again. Resuming at the state's own instant and then feeding the samples it missed replays
+   * them in order (a scale-out catch-up); a later `restoreAsset` at the clock's now re-arms the dwell timer.
+   */
+  restoreAsset(key: string, state: AssetState, now: EpochMs = this.#clock.now()): void {
     const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
     if (slot === undefined) throw new Error(`unknown asset ${key}`);
     slot.actor.stop();
     slot.actor = this.#spawn(slot.asset, state);
+    slot.released = false;
     this.#wire(slot);
     slot.actor.start();
-    const now = this.#clock.now();
     slot.events.push({
       type: "RESUME",
       at: now,
@@ -235,6 +244,34 @@ export class ActorHost {
       transition: false,
     });
     slot.actor.send({ type: "RESUME", now });
+  }
+
+  /** Starts a released asset's actor cold (nothing to restore). */
+  activateAsset(key: string): void {
+    const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
+    if (slot === undefined) throw new Error(`unknown asset ${key}`);
+    slot.actor.stop();
+    slot.actor = this.#spawn(slot.asset, undefined);
+    slot.released = false;
+    this.#wire(slot);
+    slot.actor.start();
+  }
+
+  /**
+   * Stops one asset's actor (its dwell timer is cancelled) until it is restored or activated: another engine runs
+   * it (scale-out). Samples for it are answered `released`; it is absent from inspection.
+   */
+  release(key: string): void {
+    const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
+    if (slot === undefined) throw new Error(`unknown asset ${key}`);
+    slot.released = true;
+    slot.actor.stop();
+  }
+
+  /** Whether the asset's actor runs here (not released). */
+  runs(key: string): boolean {
+    const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
+    return slot !== undefined && !slot.released;
   }
 
   /** Stops every actor (cancelling their timers) and completes `events$`. Idempotent. */

@@ -4,7 +4,7 @@ import { featureNotices, type Config } from "../config.ts";
 import { startupVerdict } from "../methodology/index.ts";
 import type { LogFn } from "../streams/nats/index.ts";
 import { EXIT, writeLine, type CliIO } from "./io.ts";
-import { startService } from "./service.ts";
+import { startRoleService } from "./service.ts";
 
 const LEVELS = { debug: 10, info: 20, warn: 30, error: 40 } as const;
 
@@ -50,7 +50,7 @@ export async function serveCommand(_args: readonly string[], io: CliIO, deps: { 
   const ended = new Promise<unknown>((r) => (feedEnded = r));
   let service;
   try {
-    service = await startService(config, catalog, {
+    service = await startRoleService(config, catalog, {
       log,
       transition: (line) => writeLine(io.stdout, line),
       onFeedEnd: (e) => feedEnded(e),
@@ -61,14 +61,17 @@ export async function serveCommand(_args: readonly string[], io: CliIO, deps: { 
   }
   log("info", "serving", {
     feed: config.feed.kind === "scenario" ? `scenario:${config.feed.name}` : config.feed.kind,
-    assets: service.host.size,
+    role: service.role,
+    assets: service.partition === null ? service.host.size : service.partition.leases.held.size,
+    ...(service.partition === null ? {} : { engine: service.partition.self }),
+    ...(service.api === null ? {} : { port: service.api.port }),
     store: service.store.kind,
     nats: service.natsUrl,
     methodology: m.version,
     methodology_status: m.status,
   });
   const statsTimer = setInterval(() => {
-    log("info", "stats", { link: service.link.stats, projected: service.projected });
+    log("info", "stats", { link: service.link.stats, projected: service.projected, ...(service.partition === null ? {} : { leases: service.partition.leases.stats }) });
   }, 60_000);
   statsTimer.unref();
 

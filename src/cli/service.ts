@@ -1,11 +1,11 @@
 import { jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { merge, share, type Observable, type Subscription } from "rxjs";
+import { merge, NEVER, share, type Observable, type Subscription } from "rxjs";
 import { ActorHost } from "../actors/index.ts";
 import { statelyInspector } from "./inspect.ts";
 import type { Catalog } from "../catalog/index.ts";
 import { ScaledClock, systemClock, type Clock } from "../clock.ts";
-import type { Config } from "../config.ts";
+import type { Config, Role } from "../config.ts";
 import type { Sample } from "../methodology/index.ts";
 import { assembleSamples } from "../streams/assembly.ts";
 import { liveLegs } from "../streams/live/index.ts";
@@ -18,8 +18,12 @@ import {
   serveMachineInspection,
   startBatchConsumer,
   startEmbeddedNats,
+  natsLeaseStore,
+  sharedScenarioNow,
+  startPartition,
   TOPOLOGY,
   type BatchConsumer,
+  type Partition,
   type EmbeddedNats,
   type LogFn,
   type RecoverySummary,
@@ -54,6 +58,18 @@ export interface Service {
   stop(): Promise<void>;
 }
 
+/**
+ * A process of one role (docs/scaling.md): `engine` has no HTTP (`api` null) and runs only the actors of the assets
+ * it leases (`partition`); `api` runs no actors (its host is empty), no intake, projectors or delivery worker.
+ */
+export interface RoleService extends Omit<Service, "api" | "delivery"> {
+  readonly role: Role;
+  readonly api: Api | null;
+  readonly delivery: { readonly dispatcher: Dispatcher; readonly worker: DeliveryWorker | null };
+  /** The engine's leases; null unless ROLE=engine. */
+  readonly partition: Partition | null;
+}
+
 export interface ServiceIO {
   readonly log: LogFn;
   /** Receives each acknowledged transition's summary line (stdout in `serve`). */
@@ -72,13 +88,18 @@ export interface ServiceIO {
  * recovered, it resumes where they left off: the clock starts at the oldest recovered instant and each asset only
  * receives samples newer than its own state (re-fed samples would reproduce the same decisions, deduplicated anyway).
  */
-function feedFor(
+async function feedFor(
   config: Config,
   catalog: Catalog,
   clock: Clock,
   log: LogFn,
   resumeAt: ReadonlyMap<string, number>,
-): { feed: Observable<Sample>; clock: Clock; start?: () => void } | { error: string } {
+  sharedNow?: (first: number) => Promise<number>,
+): Promise<
+  | { feed: Observable<Sample>; clock: Clock; start?: () => void; samplesOf?: (symbol: string, after: number, until: number) => Sample[] }
+  | { error: string }
+> {
+  if (config.role === "api") return { clock, feed: NEVER };
   switch (config.feed.kind) {
     case "sim":
       return {
@@ -93,6 +114,18 @@ function feedFor(
         return { error: `FEED=scenario:${config.feed.name}: ${e instanceof Error ? e.message : String(e)}` };
       }
       const first = scenario.samples[0]?.ts ?? clock.now();
+      if (sharedNow !== undefined) {
+        // Several engines: one scenario timeline for all (leases move assets between them); an acquired asset is fed
+        // what it missed from the scenario itself (startPartition).
+        const scaled = new ScaledClock(await sharedNow(first), config.scenarioSpeed, clock);
+        const bySymbol = new Map<string, Sample[]>();
+        for (const x of scenario.samples) bySymbol.set(x.asset, [...(bySymbol.get(x.asset) ?? []), x]);
+        return {
+          clock: scaled,
+          feed: scenarioFeed(scenario.samples.filter((x) => x.ts > scaled.now()), scaled, config.scenarioSpeed),
+          samplesOf: (symbol, after, until) => (bySymbol.get(symbol) ?? []).filter((x) => x.ts > after && x.ts <= until),
+        };
+      }
       const bySymbol = new Map<string, number>();
       for (const a of catalog.active) {
         const t = resumeAt.get(a.mint);
@@ -101,6 +134,7 @@ function feedFor(
       const origin = bySymbol.size === 0 ? first : Math.max(first, Math.min(...bySymbol.values()) + 1);
       if (bySymbol.size > 0) log("info", "scenario resumes after the recovered state", { at: new Date(origin).toISOString() });
       const samples = scenario.samples.filter((x) => x.ts > (bySymbol.get(x.asset) ?? -Infinity));
+      // Paused until the intake starts: recovered dwell timers must not run ahead of the samples still to come.
       const scaled = new ScaledClock(origin, config.scenarioSpeed, clock, { paused: true });
       return { clock: scaled, feed: scenarioFeed(samples, scaled, config.scenarioSpeed), start: () => scaled.start() };
     }
@@ -117,7 +151,20 @@ function feedFor(
  * link, recovery, projectors, retention, then intake. Throws (after undoing what started) when a dependency fails.
  */
 export async function startService(config: Config, catalog: Catalog, io: ServiceIO, baseClock: Clock = systemClock): Promise<Service> {
+  if (config.role !== "all") throw new Error(`startService runs ROLE=all (got ${config.role}); use startRoleService`);
+  const s = await startRoleService(config, catalog, io, baseClock);
+  if (s.api === null || s.delivery.worker === null) throw new Error("ROLE=all started without its API or delivery worker");
+  return { ...s, api: s.api, delivery: { dispatcher: s.delivery.dispatcher, worker: s.delivery.worker } };
+}
+
+/**
+ * Starts the parts of `config.role` (docs/scaling.md) in the order of docs/lifecycle.md. ROLE=all is `startService`.
+ */
+export async function startRoleService(config: Config, catalog: Catalog, io: ServiceIO, baseClock: Clock = systemClock): Promise<RoleService> {
   const { log } = io;
+  const runsEngine = config.role !== "api";
+  const runsApi = config.role !== "engine";
+  const partitioned = config.role === "engine";
   const undo: (() => Promise<void>)[] = [];
   const rollback = async () => {
     for (const u of undo.reverse()) await u().catch(() => {});
@@ -143,17 +190,17 @@ export async function startService(config: Config, catalog: Catalog, io: Service
     }
     const nc = await connect({ servers: [...servers], name: "peg-oracle", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     undo.push(() => nc.close());
-    const topology = await ensureTopology(nc);
+    const topology = await ensureTopology(nc, config.natsReplicas);
+    // ROLE=engine: assets are leased in PEG_LEASES (src/streams/nats/leases.ts), recovered one by one on acquisition.
+    const leaseStore = partitioned ? await natsLeaseStore(nc, config.natsReplicas) : null;
 
-    const recovered = await readRecoveryStates(catalog.active, topology, {
-      log,
-      fromStore: async (mint) => {
-        const [latest] = await store.alerts({ mint, limit: 1, offset: 0 });
-        if (latest === undefined) return null;
-        const r = await store.receiptById(latest.id);
-        return r === undefined ? null : r.receipt;
-      },
-    });
+    const latestStoredReceipt = async (mint: string) => {
+      const [latest] = await store.alerts({ mint, limit: 1, offset: 0 });
+      if (latest === undefined) return null;
+      const r = await store.receiptById(latest.id);
+      return r === undefined ? null : r.receipt;
+    };
+    const recovered = await readRecoveryStates(config.role === "all" ? catalog.active : [], topology, { log, fromStore: latestStoredReceipt });
     // A resumed scenario feeds each asset only samples it has not applied: after a dwell-timer evaluation at D a
     // sample stamped D is still due (the timer fires first), after a sample evaluation at T none is.
     const resumeAt = new Map<string, number>();
@@ -161,7 +208,14 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       const at = r.state.evaluatedAt;
       if (at !== null) resumeAt.set(mint, r.state.lastTrigger === "dwell_timer" ? at - 1 : at);
     }
-    const chosen = feedFor(config, catalog, baseClock, log, resumeAt);
+    const chosen = await feedFor(
+      config,
+      catalog,
+      baseClock,
+      log,
+      resumeAt,
+      leaseStore === null ? undefined : (first) => sharedScenarioNow(leaseStore.kv, first, baseClock.now(), config.scenarioSpeed),
+    );
     if ("error" in chosen) throw new Error(chosen.error);
     const clock = chosen.clock;
 
@@ -171,15 +225,16 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       log("info", "actors stream to the Stately inspector bridge", { url: `ws://127.0.0.1:${config.inspectPort}` });
     }
     const host = new ActorHost({
-      assets: catalog.active,
+      assets: runsEngine ? catalog.active : [],
       clock,
       gitSha: config.gitSha,
       step: { intrinsicLivenessGate: config.intrinsicLivenessGate },
       ...(inspector === null ? {} : { inspect: inspector.inspect }),
     });
     undo.push(async () => host.stop());
-    const inspection = serveMachineInspection(nc, host);
-    undo.push(async () => inspection.unsubscribe());
+    // An API process runs no actors and must not answer for them.
+    const inspection = runsEngine ? serveMachineInspection(nc, host, { partitioned }) : null;
+    undo.push(async () => inspection?.unsubscribe());
     const link = new EngineLink(host, nc, jetstream(nc), topology, { log });
     link.start();
     undo.push(() => link.close());
@@ -199,8 +254,25 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       },
     };
 
-    const recovery = applyRecovery(host, catalog.active, recovered);
+    const recovery = applyRecovery(host, config.role === "all" ? catalog.active : [], recovered);
     log("info", "recovered actors", { ...recovery });
+    let partition: Partition | null = null;
+    if (leaseStore !== null) {
+      const p = startPartition({
+        store: leaseStore,
+        host,
+        link,
+        topology,
+        assets: catalog.active,
+        clock: baseClock,
+        engineClock: clock,
+        log,
+        fromStore: latestStoredReceipt,
+        ...("samplesOf" in chosen && chosen.samplesOf !== undefined ? { samplesOf: chosen.samplesOf } : {}),
+      });
+      partition = p;
+      undo.push(() => p.stop());
+    }
 
     const projected = {
       transitions: { projected: 0, duplicates: 0, rejected: 0 },
@@ -208,8 +280,10 @@ export async function startService(config: Config, catalog: Catalog, io: Service
     };
     const onReject = (why: string) => log("warn", "projector rejected a message", { why });
     const onError = (e: unknown) => log("warn", "projector batch failed; it will be redelivered", { error: e instanceof Error ? e.message : String(e) });
+    // Projectors, retention, anchoring and webhook delivery run with the engines (API processes only read the store).
+    // Several engines share each durable consumer: every message goes to one of them; projection is idempotent.
     const consumers: BatchConsumer[] = [];
-    consumers.push(
+    if (runsEngine) consumers.push(
       await startBatchConsumer(
         nc,
         topology.jsm,
@@ -217,7 +291,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
         transitionProjector(projectingStore, catalog, projected.transitions, onReject),
       ),
     );
-    consumers.push(
+    if (runsEngine) consumers.push(
       await startBatchConsumer(
         nc,
         topology.jsm,
@@ -229,12 +303,12 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       for (const c of consumers) await c.stop();
     };
     undo.push(stopConsumers);
-    const stopRetention = startRetention(store, baseClock);
+    const stopRetention = runsEngine ? startRetention(store, baseClock) : async () => {};
     undo.push(stopRetention);
-    // On-chain anchoring (methodology section 8): polls the store for receipts to commit, on wall-clock time.
-    const anchor = await startAnchoring({ ...config.anchor, rpcUrl: config.sources.solanaRpcUrl, db: store.db, clock: baseClock, log });
-    if (anchor !== null) undo.push(() => anchor.stop());
 
+    // On-chain anchoring (methodology section 8): polls the store for receipts to commit, on wall-clock time.
+    const anchor = !runsEngine ? null : await startAnchoring({ ...config.anchor, rpcUrl: config.sources.solanaRpcUrl, db: store.db, clock: baseClock, log });
+    if (anchor !== null) undo.push(() => anchor.stop());
 
     // Webhook delivery, after the projectors: each acked transition is dispatched to the webhooks of its asset, and
     // the worker runs the attempts from PEG_DELIVERIES. Delivery timing is wall-clock time, whatever the feed's clock.
@@ -249,7 +323,7 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       log,
       telegram: config.telegramBotToken !== null,
     });
-    const worker = await startDeliveryWorker({
+    const worker = !runsEngine ? null : await startDeliveryWorker({
       nc,
       jsm: topology.jsm,
       db: store.db,
@@ -261,39 +335,44 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       ...(testOnly?.resolve === undefined ? {} : { resolve: testOnly.resolve }),
       ...(testOnly === undefined ? {} : { testOnly: { ...(testOnly.ca === undefined ? {} : { ca: testOnly.ca }), allowLoopback: testOnly.allowLoopback === true } }),
     });
-    undo.push(() => worker.stop());
+    undo.push(async () => worker?.stop());
     // Key rotation requests (`peg-oracle webhook-keys rotate`) and re-reads after another process rotated.
     const keyAdmin = serveKeyAdmin(nc, keyRing, () => baseClock.now(), { log });
     undo.push(() => keyAdmin.stop());
     // Dispatch is a durable consumer of the transitions (from the next one, when first created): a transition
     // acknowledged just before a crash is dispatched after the restart, and one dispatched twice changes nothing.
-    const dispatching = await startBatchConsumer(
-      nc,
-      topology.jsm,
-      { stream: TOPOLOGY.transitions.stream, durable: "delivery-dispatch", filterSubject: TOPOLOGY.transitions.subjects, maxBatch: 64, startAt: "new", onError },
-      dispatchHandler(dispatcher, (id) => store.markDispatched(id, baseClock.now()), onReject),
-    );
-    undo.push(() => dispatching.stop());
+    const dispatching = !runsEngine
+      ? null
+      : await startBatchConsumer(
+          nc,
+          topology.jsm,
+          { stream: TOPOLOGY.transitions.stream, durable: "delivery-dispatch", filterSubject: TOPOLOGY.transitions.subjects, maxBatch: 64, startAt: "new", onError },
+          dispatchHandler(dispatcher, (id) => store.markDispatched(id, baseClock.now()), onReject),
+        );
+    undo.push(async () => dispatching?.stop());
     const stopDelivery = async () => {
       await keyAdmin.stop();
-      await dispatching.stop();
+      await dispatching?.stop();
       await dispatcher.idle();
-      await worker.stop();
+      await worker?.stop();
     };
 
     // Advisory loop exposure: simulated lending positions (same seed as the simulated market), refreshed every minute.
-    const positions = new PositionsBook({ sources: [simulatedPositions({ assets: catalog.active, seed: config.simSeed })], clock, log });
-    await positions.start();
-    undo.push(() => positions.stop());
+    const positions = runsApi ? new PositionsBook({ sources: [simulatedPositions({ assets: catalog.active, seed: config.simSeed })], clock, log }) : null;
+    await positions?.start();
+    undo.push(async () => positions?.stop());
 
     let intakeOpen = true;
-    const api = await startApi({
+    // An API process has no engine of its own: it reports engines alive when one holds a heartbeat in PEG_LEASES.
+    const engineSeen = runsEngine ? null : watchEngines(nc, baseClock);
+    undo.push(async () => engineSeen?.stop());
+    const api = !runsApi || positions === null ? null : await startApi({
       config,
       catalog,
       clock,
       store,
       natsAlive: () => nc.rtt().then(() => true),
-      engineAlive: () => intakeOpen,
+      engineAlive: () => (engineSeen === null ? intakeOpen : engineSeen.alive()),
       pendingAlert: (id) => pending.has(id),
       nc,
       machine: async (mint) => {
@@ -312,19 +391,31 @@ export async function startService(config: Config, catalog: Catalog, io: Service
         ? {}
         : { destinationsForTests: { ...(testOnly.resolve === undefined ? {} : { resolve: testOnly.resolve }), allowLoopbackForTests: testOnly.allowLoopback === true } }),
     });
-    undo.push(() => api.close());
-    log("info", "http listening", { host: config.host, port: api.port });
-    acked.add(link.acked$.subscribe((a) => api.metrics.transitions.inc({ to_state: a.receipt.to_state })));
+    undo.push(async () => api?.close());
+    if (api !== null) {
+      log("info", "http listening", { host: config.host, port: api.port });
+      acked.add(link.acked$.subscribe((a) => api.metrics.transitions.inc({ to_state: a.receipt.to_state })));
+    }
+
+    // ROLE=engine: the first lease round right before intake, so no acquired actor runs (and no dwell timer fires)
+    // before the feed does.
+    if (partition !== null) {
+      await partition.leases.start();
+      log("info", "engine leases", { engine: partition.self, held: partition.leases.held.size, assets: catalog.active.length });
+    }
 
     // Intake last.
     const scenarioTime = config.feed.kind === "scenario";
     if ("start" in chosen) chosen.start?.();
     const intake = chosen.feed.subscribe({
       next: (s) => {
-        api.metrics.samples.inc({ result: host.ingest(s, scenarioTime ? s.ts : clock.now()).status });
+        const now = scenarioTime ? s.ts : clock.now();
+        const result = partition === null ? host.ingest(s, now) : partition.ingest(s, now);
+        api?.metrics.samples.inc({ result: result.status });
       },
       error: (e: unknown) => io.onFeedEnd?.(e),
-      complete: () => io.onFeedEnd?.(null),
+      // An engine among several keeps running when its scenario ends: it may still take over another's assets.
+      complete: () => (partitioned ? log("info", "feed completed; still serving leases") : io.onFeedEnd?.(null)),
     });
 
     let stopping: Promise<void> | null = null;
@@ -339,6 +430,8 @@ export async function startService(config: Config, catalog: Catalog, io: Service
       projected,
       delivery: { dispatcher, worker },
       anchor,
+      role: config.role,
+      partition,
       stop: () =>
         (stopping ??= (async () => {
           // Every step runs even when an earlier one failed; the first failure is reported at the end.
@@ -355,15 +448,19 @@ export async function startService(config: Config, catalog: Catalog, io: Service
             intakeOpen = false;
             intake.unsubscribe();
           }); // 1
-          await step("stop the HTTP server", () => api.close());
-          await step("stop the positions book", () => positions.stop());
+          await step("stop the HTTP server", () => api?.close());
+          await step("stop the positions book", () => positions?.stop());
+          // ROLE=engine: each asset's actor stops, its transitions are acked and its snapshot flushed, then its lease
+          // is deleted, so another engine takes it over at once (docs/scaling.md).
+          await step("hand back the leases", () => partition?.stop());
           await step("drain actors and flush snapshots", () => link.close()); // 2-3
           await step("stop actors", () => {
             acked.unsubscribe();
-            inspection.unsubscribe();
+            inspection?.unsubscribe();
             host.stop();
           });
           await step("stop retention", () => stopRetention());
+          await step("stop the engine watch", () => engineSeen?.stop());
           await step("stop projectors", () => stopConsumers()); // 4
           await step("stop anchoring", () => anchor?.stop());
           await step("stop webhook delivery", () => stopDelivery());
@@ -380,3 +477,22 @@ export async function startService(config: Config, catalog: Catalog, io: Service
   }
 }
 
+
+/**
+ * For an API process's readiness: whether some engine announced itself in PEG_LEASES within its TTL (re-read every
+ * 2 s). Before the bucket exists (no engine ever started) nothing is alive; it never creates the bucket.
+ */
+function watchEngines(nc: NatsConnection, clock: Clock): { alive(): boolean; stop(): void } {
+  let alive = false;
+  let store: Awaited<ReturnType<typeof natsLeaseStore>> | null = null;
+  const check = async () => {
+    store ??= await natsLeaseStore(nc, "open");
+    const engines = await store.list("engine.");
+    const now = clock.now();
+    alive = [...engines.values()].some((r) => r.value.expires_at > now);
+  };
+  void check().catch(() => (alive = false));
+  const timer = setInterval(() => void check().catch(() => (alive = false)), 2_000);
+  timer.unref();
+  return { alive: () => alive, stop: () => clearInterval(timer) };
+}

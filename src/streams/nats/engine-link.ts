@@ -48,6 +48,8 @@ export class EngineLink {
   readonly #acked = new Subject<AckedTransition>();
   readonly #chains = new Map<string, Promise<void>>();
   readonly #deferred = new Map<string, string>();
+  /** Per asset, bumped when its lease is lost: steps queued before that write nothing (scale-out fencing). */
+  readonly #epochs = new Map<string, number>();
   readonly #log: LogFn;
   readonly #maxQueued: number;
   readonly #retryBaseMs: number;
@@ -122,27 +124,39 @@ export class EngineLink {
     }
     const snapshot = JSON.stringify(assetStateToJSON(e.engine));
     if (e.transition) this.#deferred.set(e.mint, snapshot);
-    else this.#chain(e.mint, () => this.#snapshots.update(e.mint, snapshot));
+    else {
+      const epoch = this.#epoch(e.mint);
+      this.#chain(e.mint, () => {
+        if (this.#epoch(e.mint) === epoch) this.#snapshots.update(e.mint, snapshot);
+      });
+    }
+  }
+
+  #epoch(mint: string): number {
+    return this.#epochs.get(mint) ?? 0;
   }
 
   #onTransition(receipt: Receipt): void {
     const payload = JSON.stringify(receipt);
     const snapshot = this.#deferred.get(receipt.mint);
     this.#deferred.delete(receipt.mint);
+    const epoch = this.#epoch(receipt.mint);
     this.#chain(receipt.mint, async () => {
-      const ack = await this.#publishUntilAcked(receipt, payload);
+      const ack = await this.#publishUntilAcked(receipt, payload, epoch);
       this.#acked.next({ receipt, seq: ack.seq, duplicate: ack.duplicate });
-      if (snapshot !== undefined) this.#snapshots.update(receipt.mint, snapshot);
+      if (snapshot !== undefined && this.#epoch(receipt.mint) === epoch) this.#snapshots.update(receipt.mint, snapshot);
     });
   }
 
-  async #publishUntilAcked(receipt: Receipt, payload: string): Promise<PubAck> {
+  async #publishUntilAcked(receipt: Receipt, payload: string, epoch: number): Promise<PubAck> {
     let wait = this.#retryBaseMs;
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.#publisher.publish(subjects.transition(receipt.mint), payload, receipt.alert_id);
       } catch (e) {
         if (this.#closed && attempt > 3) throw e;
+        // The lease was lost: the new owner decides from the last acknowledged state; this decision was never emitted.
+        if (this.#epoch(receipt.mint) !== epoch) throw new Error(`lease lost before ${receipt.alert_id} was acknowledged; not retried`);
         this.#log("warn", "transition publish failed; retrying", {
           alert_id: receipt.alert_id,
           attempt,
@@ -152,6 +166,26 @@ export class EngineLink {
         wait = Math.min(wait * 2, 5_000);
       }
     }
+  }
+
+  /**
+   * Scale-out, graceful hand-back of one asset (its actor already stopped): waits until its decided transitions are
+   * acknowledged, then writes its latest snapshot, so the next owner resumes exactly there.
+   */
+  async settle(mint: string): Promise<void> {
+    await this.#chains.get(mint);
+    await this.#snapshots.flush();
+  }
+
+  /**
+   * Scale-out, lease lost (its actor already stopped): nothing more is written for this asset. A transition not yet
+   * acknowledged is not retried and its snapshot is not written, so the new owner never sees a state ahead of the
+   * acknowledged history; unwritten snapshots are discarded so they cannot overwrite the new owner's.
+   */
+  revoke(mint: string): void {
+    this.#epochs.set(mint, this.#epoch(mint) + 1);
+    this.#deferred.delete(mint);
+    this.#snapshots.discard(mint);
   }
 
   /** Stops listening, waits for every asset's pending publishes, then flushes the snapshots. */

@@ -9,3 +9,19 @@ export { applyRecovery, readRecoveryStates, recoverActors, type RecoverySource, 
 export { sampleMessage, sampleMsgId, type SampleMessage } from "./messages.ts";
 export { InspectionUnavailableError, requestMachineView, serveMachineInspection } from "./inspect-service.ts";
 export { startLiveFeed, type LiveFeed, type LiveSink } from "./live-feed.ts";
+export {
+  LEASE_BUCKET,
+  LEASE_KEYS,
+  LeaseConflictError,
+  LeaseManager,
+  natsLeaseStore,
+  planLeases,
+  type LeaseHandlers,
+  type LeaseManagerOptions,
+  type LeasePlan,
+  type LeaseRecord,
+  type LeaseStore,
+  type LeaseValue,
+  type LeaseView,
+} from "./leases.ts";
+export { sharedScenarioNow, startPartition, type Partition, type PartitionOptions } from "./partition.ts";

@@ -4,15 +4,18 @@ import { subjects } from "./topology.ts";
 
 /**
  * The engine answers `peg.machine.<mint>` requests with the live view of that asset's actor (src/actors/inspect.ts),
- * so any API process can show any actor. Unknown mints get `{"error":"unknown_asset"}`.
+ * so any API process can show any actor. Unknown mints get `{"error":"unknown_asset"}`. With `partitioned` (several
+ * engines, each running the assets it leases) an engine answers only for the assets it runs, so the requester gets
+ * the owner's reply and never another engine's `unknown_asset`.
  */
-export function serveMachineInspection(nc: NatsConnection, host: ActorHost): Subscription {
+export function serveMachineInspection(nc: NatsConnection, host: ActorHost, options: { partitioned?: boolean } = {}): Subscription {
   const prefix = subjects.machine("");
   return nc.subscribe(subjects.machine("*"), {
     callback: (err, msg) => {
       if (err !== null) return;
       const mint = msg.subject.slice(prefix.length);
       const view = host.inspect(mint);
+      if (view === undefined && options.partitioned === true) return;
       msg.respond(JSON.stringify(view === undefined ? { error: "unknown_asset" } : view));
     },
   });

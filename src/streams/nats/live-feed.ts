@@ -1,4 +1,4 @@
-import { DeliverPolicy, jetstream, type ConsumerMessages } from "@nats-io/jetstream";
+import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { parseTimestamp, type EpochMs, type PegState } from "../../methodology/index.ts";
 import type { LogFn } from "./engine-link.ts";
@@ -22,6 +22,15 @@ export interface LiveSink {
   /** The stream sequence from which every later transition is delivered (the start of the back-fill). */
   coverFrom(seq: number): void;
 }
+
+/**
+ * Short pulls: a pull that expires every 3 s (heartbeats every 1.5 s) notices a lost server quickly, and after a failed
+ * check the client retries every `expires` (the 30 s default would leave clients without transitions that long after a
+ * cluster node dies).
+ */
+const PULL = { expires: 3_000 } as const;
+/** Behind the stream with nothing delivered for this long: the consumer is re-created. */
+const STALL_MS = 3_000;
 
 export interface LiveFeed {
   /** Resolves when the back-fill of the last `windowMs` of transitions has been delivered. */
@@ -50,11 +59,10 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: { 
     },
   });
 
-  const js = jetstream(nc);
-  const consumer = await js.consumers.get(TOPOLOGY.transitions.stream, {
-    deliver_policy: DeliverPolicy.StartTime,
-    opt_start_time: new Date(opts.now() - opts.windowMs).toISOString(),
-  });
+  // A short API timeout: while a cluster re-elects leaders a consumer creation can hang, and a quicker retry wins.
+  const js = jetstream(nc, { timeout: 2_000 });
+  const backfill = { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(opts.now() - opts.windowMs).toISOString() } as const;
+  const consumer = await js.consumers.get(TOPOLOGY.transitions.stream, backfill);
   const info = await consumer.info(true);
   let covered = false;
   let markReady!: () => void;
@@ -67,9 +75,56 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: { 
     covered = true;
     markReady();
   }
-  const messages: ConsumerMessages = await consumer.consume();
-  const loop = (async () => {
+  let messages: ConsumerMessages = await consumer.consume(PULL);
+  let stopped = false;
+  /** The last stream sequence delivered: a re-created consumer continues right after it. */
+  let lastSeq = 0;
+  // An ordered consumer recreates itself after a reconnect; should it give up (JetStream unavailable for a while, e.g.
+  // while a cluster elects new leaders after losing a node), a new one continues after the last sequence delivered.
+  const reopen = async (): Promise<void> => {
+    for (let wait = 250; !stopped; wait = Math.min(wait * 2, 5_000)) {
+      try {
+        const c = await js.consumers.get(TOPOLOGY.transitions.stream, lastSeq === 0 ? backfill : { opt_start_seq: lastSeq + 1 });
+        messages = await c.consume(PULL);
+        return;
+      } catch (e) {
+        log("warn", "live feed: cannot re-create the transitions consumer; retrying", { error: e instanceof Error ? e.message : String(e) });
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  };
+  // Watchdog: an ordered consumer is a single-replica ephemeral consumer; when the cluster node holding it dies, the
+  // client may wait for it forever without noticing. When the stream has moved past what was delivered and nothing
+  // arrived for STALL_MS, the consumer is dropped and a new one continues after the last sequence delivered.
+  const jsm = await jetstreamManager(nc);
+  let progressAt = Date.now();
+  let checking = false;
+  const watchdog = setInterval(() => {
+    if (stopped || checking || Date.now() - progressAt < STALL_MS) return;
+    checking = true;
+    void jsm.streams
+      .info(TOPOLOGY.transitions.stream)
+      .then(async (i) => {
+        if (stopped || i.state.last_seq <= lastSeq || Date.now() - progressAt < STALL_MS) return;
+        log("warn", "live feed: the transitions consumer stalled; re-creating it", { after_seq: lastSeq, stream_last_seq: i.state.last_seq });
+        progressAt = Date.now();
+        await Promise.race([messages.close(), new Promise((r) => setTimeout(r, 2_000))]);
+      })
+      .catch(() => {})
+      .finally(() => (checking = false));
+  }, 1_000);
+  watchdog.unref?.();
+  const follow = async () => {
+    // What the client does with the consumer (missed heartbeats, resets, re-creations), for the operator.
+    void (async () => {
+      for await (const n of messages.status()) {
+        if (n.type !== "next" && n.type !== "heartbeat" && n.type !== "debug" && n.type !== "flow_control" && n.type !== "discard") log("info", "live feed: transitions consumer", { event: n.type });
+      }
+    })().catch(() => {});
     for await (const m of messages) {
+      progressAt = Date.now();
+      if (m.seq <= lastSeq) continue;
+      lastSeq = m.seq;
       try {
         const r = m.json<{ alert_id: string; mint: string; asset: string; from_state: PegState; to_state: PegState; discount: string; detected_at: string }>();
         if (!covered) {
@@ -92,10 +147,22 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: { 
       }
       if (m.info.pending === 0) markReady();
     }
+  };
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        await follow();
+      } catch (e) {
+        log("warn", "live feed: the transitions consumer failed; re-creating it", { after_seq: lastSeq, error: e instanceof Error ? e.message : String(e) });
+      }
+      if (!stopped) await reopen();
+    }
   })();
   return {
     ready,
     stop: async () => {
+      stopped = true;
+      clearInterval(watchdog);
       states.unsubscribe();
       await messages.close();
       await loop.catch(() => {});

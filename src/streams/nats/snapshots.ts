@@ -26,6 +26,11 @@ export class SnapshotWriter {
     this.#dirty.set(mint, json);
   }
 
+  /** Forgets an asset's unwritten state (its lease was lost: the new owner's snapshot must not be overwritten). */
+  discard(mint: string): void {
+    this.#dirty.delete(mint);
+  }
+
   start(everyMs = 1_000): void {
     if (this.#timer !== null) return;
     this.#timer = setInterval(() => void this.flush().catch(() => {}), everyMs);

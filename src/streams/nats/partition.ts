@@ -1,0 +1,168 @@
+import { randomUUID } from "node:crypto";
+import type { KV } from "@nats-io/kv";
+import type { ActorHost, HostAsset, IngestResult } from "../../actors/index.ts";
+import type { Clock } from "../../clock.ts";
+import type { EpochMs, Sample } from "../../methodology/index.ts";
+import type { EngineLink, LogFn } from "./engine-link.ts";
+import { LeaseManager, type LeaseManagerOptions, type LeaseStore } from "./leases.ts";
+import { readRecoveryStates } from "./recovery.ts";
+import type { Topology } from "./topology.ts";
+
+/** A receipt-shaped record from the store, for assets with neither snapshot nor transition in NATS. */
+type FromStore = (mint: string) => Promise<{ catalog_entry: unknown; inputs_frozen: unknown; detected_at: string } | null>;
+
+export interface PartitionOptions {
+  /** The lease bucket (`natsLeaseStore`). */
+  readonly store: LeaseStore;
+  readonly host: ActorHost;
+  readonly link: EngineLink;
+  readonly topology: Topology;
+  readonly assets: readonly HostAsset[];
+  /** Wall clock, for leases. */
+  readonly clock: Clock;
+  /** The engine's clock (a scenario's scaled clock): where a restored actor resumes. */
+  readonly engineClock: Clock;
+  readonly log: LogFn;
+  readonly fromStore?: FromStore;
+  /**
+   * A replayable feed (a scenario): the samples of one asset (by symbol) after `after`, up to `until`, in order. An
+   * acquired asset is fed them first, so no sample is lost between its previous owner's last state and now.
+   */
+  readonly samplesOf?: (symbol: string, after: EpochMs, until: EpochMs) => readonly Sample[];
+  readonly lease?: Pick<LeaseManagerOptions, "ttlMs" | "renewEveryMs" | "fenceAfterMs">;
+  /** Engine id (default a random UUID: unique per process start). */
+  readonly self?: string;
+}
+
+/** The assets of one engine process among several (docs/scaling.md). */
+export interface Partition {
+  readonly self: string;
+  readonly leases: LeaseManager;
+  readonly store: LeaseStore;
+  /** Routes a sample to its actor when this engine runs the asset and the sample is new to it. */
+  ingest(sample: Sample, now: EpochMs): IngestResult;
+  /** Hands every lease back (actors stopped, transitions acked, snapshots flushed). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs only the assets this engine leases (src/streams/nats/leases.ts). Every actor starts released; on acquiring an
+ * asset its state is read like a start-up recovery (KV snapshot, or a newer acknowledged transition, or the store),
+ * the actor resumes at that state's own instant, is fed the samples it missed (replayable feeds), then re-armed at
+ * the engine clock's now. On losing a lease the actor stops at once and nothing more is written for it; on a
+ * graceful release it stops, its transitions are acknowledged and its snapshot is flushed before the lease is
+ * deleted.
+ */
+export function startPartition(o: PartitionOptions): Partition {
+  const self = o.self ?? randomUUID();
+  const bySymbol = new Map(o.assets.map((a) => [a.symbol, a]));
+  const byMint = new Map(o.assets.map((a) => [a.mint, a]));
+  /** Per symbol: samples at or before this instant were applied (replayable feeds only). */
+  const fedUntil = new Map<string, EpochMs>();
+  for (const a of o.assets) o.host.release(a.mint);
+  const store = o.store;
+
+  /**
+   * Feeds a just-started actor the samples it missed, `after` < ts <= `now`, at their own instants, then re-arms its
+   * dwell timer from `now` (committing a deadline that passed after the last of them). Returns how many were fed.
+   */
+  const catchUp = (asset: HostAsset, after: EpochMs, now: EpochMs, restoredEarlier: boolean): number => {
+    if (o.samplesOf === undefined) return 0;
+    let last = after;
+    let fed = 0;
+    for (const s of o.samplesOf(asset.symbol, after, now)) {
+      o.host.ingest(s, s.ts);
+      last = s.ts;
+      fed++;
+    }
+    fedUntil.set(asset.symbol, Math.max(last, now));
+    const state = o.host.engineState(asset.mint);
+    if ((fed > 0 || restoredEarlier) && state !== undefined) o.host.restoreAsset(asset.mint, state, now);
+    return fed;
+  };
+
+  const acquired = async (mint: string): Promise<void> => {
+    const asset = byMint.get(mint);
+    if (asset === undefined) throw new Error(`unknown asset ${mint}`);
+    const recovered = (await readRecoveryStates([asset], o.topology, { log: o.log, ...(o.fromStore === undefined ? {} : { fromStore: o.fromStore }) })).get(mint);
+    // Fenced or lost while the state was being read: the actor must not start.
+    if (!leases.held.has(mint)) return;
+    const now = o.engineClock.now();
+    if (recovered === undefined) {
+      o.host.activateAsset(mint);
+      const caughtUp = catchUp(asset, -Infinity, now, false);
+      o.log("info", "acquired asset", { asset: asset.symbol, mint, from: "cold", caught_up: caughtUp });
+      return;
+    }
+    const { state } = recovered;
+    const at = state.evaluatedAt;
+    // After a dwell-timer evaluation at D a sample stamped D is still due (the timer fires first).
+    const applied = at === null ? -Infinity : state.lastTrigger === "dwell_timer" ? at - 1 : at;
+    let caughtUp = 0;
+    if (o.samplesOf !== undefined && at !== null && at <= now) {
+      o.host.restoreAsset(mint, state, at);
+      caughtUp = catchUp(asset, applied, now, true);
+    } else {
+      o.host.restoreAsset(mint, state, now);
+      if (o.samplesOf !== undefined) fedUntil.set(asset.symbol, applied);
+    }
+    o.log("info", "acquired asset", { asset: asset.symbol, mint, from: recovered.source, caught_up: caughtUp });
+  };
+
+  const leases = new LeaseManager({
+    store,
+    self,
+    assets: o.assets.map((a) => a.mint),
+    clock: o.clock,
+    log: o.log,
+    ...o.lease,
+    handlers: {
+      acquired,
+      lost: (mint) => {
+        if (o.host.runs(mint)) o.host.release(mint);
+        o.link.revoke(mint);
+        o.log("warn", "asset stopped: lease lost", { mint });
+      },
+      release: async (mint) => {
+        if (o.host.runs(mint)) o.host.release(mint);
+        await o.link.settle(mint);
+        o.log("info", "released asset", { mint });
+      },
+    },
+  });
+
+  return {
+    self,
+    leases,
+    store,
+    ingest: (sample, now) => {
+      const asset = bySymbol.get(sample.asset);
+      if (asset === undefined) return { status: "unknown_asset" };
+      if (!o.host.runs(asset.mint)) return { status: "released" };
+      const until = fedUntil.get(sample.asset);
+      if (until !== undefined && sample.ts <= until) return { status: "released" };
+      return o.host.ingest(sample, now);
+    },
+    stop: () => leases.stop(),
+  };
+}
+
+/**
+ * The scenario instant shared by every engine of a deployment replaying a scenario: the first engine records which
+ * wall-clock instant its replay started at (key `scenario.origin` of the lease bucket); the others join that
+ * timeline, so an asset that moves between engines continues at the same scenario time. Returns the scenario
+ * instant for `wallNow`.
+ */
+export async function sharedScenarioNow(kv: KV, first: EpochMs, wallNow: EpochMs, speed: number): Promise<EpochMs> {
+  const key = "scenario.origin";
+  const mine = { scenario_ms: first, wall_ms: wallNow };
+  let origin = mine;
+  try {
+    await kv.create(key, JSON.stringify(mine));
+  } catch {
+    const e = await kv.get(key);
+    if (e === null || e.operation !== "PUT") throw new Error("the shared scenario origin could not be created or read");
+    origin = e.json<typeof mine>();
+  }
+  return origin.scenario_ms + Math.floor((wallNow - origin.wall_ms) * speed);
+}

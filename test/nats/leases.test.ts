@@ -1,0 +1,251 @@
+/**
+ * Asset leases (issue 8 scale-out): the pure plan, and the manager on a fake KV with NATS's compare-and-set semantics
+ * under random kills, network cuts (lost requests and lost replies), joins and latency, on a simulated clock. The
+ * property: no asset is ever run by two engines at once; and once the network heals, every asset is run by exactly
+ * one live engine, each holding its fair share.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { SimulatedClock } from "../../src/clock.ts";
+import { LEASE_KEYS, LeaseManager, planLeases, type LeaseRecord } from "../../src/streams/nats/leases.ts";
+import { FakeLeaseBucket, FakeLink } from "./lease-fake-store.ts";
+
+const TTL = 6_000;
+const EVERY = 2_000;
+const ASSETS = Array.from({ length: 12 }, (_, i) => `mint${i}`);
+
+function rec(owner: string, expires_at: number, revision = 1): LeaseRecord {
+  return { value: { owner, expires_at }, revision };
+}
+
+describe("planLeases", () => {
+  it("takes free and expired leases up to the fair share, never an unexpired one", () => {
+    const leases = new Map([
+      ["a", rec("other", 2_000, 7)], // unexpired
+      ["b", rec("other", 1_000, 8)], // expired at now
+    ]);
+    const plan = planLeases({ self: "me", now: 1_000, assets: ["a", "b", "c", "d"], leases, engines: 2, held: new Set() });
+    expect(plan.release).toEqual([]);
+    expect(plan.acquire).toHaveLength(2);
+    for (const a of plan.acquire) {
+      expect(a.mint).not.toBe("a");
+      if (a.mint === "b") expect(a.revision).toBe(8);
+      else expect(a.revision).toBeNull();
+    }
+  });
+
+  it("releases the surplus over ceil(assets / engines)", () => {
+    const held = new Set(["a", "b", "c", "d", "e"]);
+    const plan = planLeases({ self: "me", now: 0, assets: ["a", "b", "c", "d", "e"], leases: new Map(), engines: 2, held });
+    expect(plan.acquire).toEqual([]);
+    expect(plan.release).toHaveLength(2);
+    for (const m of plan.release) expect(held.has(m)).toBe(true);
+  });
+
+  it("holds everything alone, and nothing more than its share", () => {
+    expect(planLeases({ self: "me", now: 0, assets: ASSETS, leases: new Map(), engines: 1, held: new Set() }).acquire).toHaveLength(12);
+    expect(planLeases({ self: "me", now: 0, assets: ASSETS, leases: new Map(), engines: 5, held: new Set(["mint0"]) }).acquire).toHaveLength(2);
+  });
+});
+
+interface Engine {
+  readonly id: string;
+  readonly link: FakeLink;
+  readonly manager: LeaseManager;
+  alive: boolean;
+}
+
+/** A simulated deployment: engines, the bucket, and who runs which asset at every instant. */
+class World {
+  readonly clock = new SimulatedClock(1_000_000);
+  readonly bucket = new FakeLeaseBucket();
+  readonly engines: Engine[] = [];
+  /** mint -> engines whose actor for it is running. */
+  readonly running = new Map<string, Set<string>>();
+  readonly violations: string[] = [];
+  #n = 0;
+
+  constructor(readonly rand: () => number) {}
+
+  spawn(): Engine {
+    const id = `e${this.#n++}`;
+    const link = new FakeLink(this.bucket, this.clock, () => 5 + Math.floor(this.rand() * 200));
+    const run = (mint: string) => {
+      let s = this.running.get(mint);
+      if (s === undefined) this.running.set(mint, (s = new Set()));
+      return s;
+    };
+    const manager = new LeaseManager({
+      store: link,
+      self: id,
+      assets: ASSETS,
+      clock: this.clock,
+      ttlMs: TTL,
+      renewEveryMs: EVERY,
+      handlers: {
+        acquired: async (mint) => {
+          const s = run(mint);
+          const others = [...s].filter((o) => o !== id);
+          if (others.length > 0) this.violations.push(`${mint}: ${id} started while ${others.join(",")} ran it at ${this.clock.now()}`);
+          s.add(id);
+          await this.sleep(this.rand() * 300); // the restore takes a while
+        },
+        lost: (mint) => {
+          run(mint).delete(id);
+        },
+        release: async (mint) => {
+          await this.sleep(this.rand() * 500); // drain and flush
+          run(mint).delete(id);
+        },
+      },
+    });
+    const e: Engine = { id, link, manager, alive: true };
+    this.engines.push(e);
+    void manager.start();
+    return e;
+  }
+
+  kill(e: Engine): void {
+    e.alive = false;
+    e.manager.abandon();
+    for (const s of this.running.values()) s.delete(e.id);
+  }
+
+  sleep(ms: number): Promise<void> {
+    return new Promise((r) => this.clock.setTimeout(r, ms));
+  }
+
+  async advance(ms: number): Promise<void> {
+    const end = this.clock.now() + ms;
+    while (this.clock.now() < end) {
+      this.clock.set(Math.min(end, this.clock.now() + 20));
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  live(): Engine[] {
+    return this.engines.filter((e) => e.alive);
+  }
+}
+
+type Op =
+  | { kind: "advance"; ms: number }
+  | { kind: "kill"; pick: number }
+  | { kind: "spawn" }
+  | { kind: "cut"; pick: number; ms: number; lostReplies: boolean };
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant("advance" as const), ms: fc.integer({ min: 100, max: 8_000 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("kill" as const), pick: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("spawn" as const) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant("cut" as const), pick: fc.nat(), ms: fc.integer({ min: 500, max: 15_000 }), lostReplies: fc.boolean() }),
+  },
+);
+
+describe("LeaseManager on a CAS store", () => {
+  it("never lets two engines run an asset at once, under kills, cuts and joins; converges once healed", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 5, maxLength: 25 }), fc.integer(), async (ops, seed) => {
+        let x = seed >>> 0 || 1;
+        const rand = () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32);
+        const w = new World(rand);
+        w.spawn();
+        w.spawn();
+        for (const o of ops) {
+          const live = w.live();
+          if (o.kind === "advance") await w.advance(o.ms);
+          else if (o.kind === "spawn" && live.length < 4) w.spawn();
+          else if (o.kind === "kill" && live.length > 0) w.kill(live[o.pick % live.length]!);
+          else if (o.kind === "cut" && live.length > 0) {
+            const e = live[o.pick % live.length]!;
+            e.link.cut = true;
+            e.link.lostReplies = o.lostReplies;
+            w.clock.setTimeout(() => (e.link.cut = false), o.ms);
+          }
+          expect(w.violations).toEqual([]);
+        }
+        // Heal and let it settle: every asset run by exactly one live engine, fair shares.
+        for (const e of w.engines) e.link.cut = false;
+        if (w.live().length === 0) w.spawn();
+        await w.advance(3 * TTL);
+        expect(w.violations).toEqual([]);
+        const live = w.live();
+        const share = Math.ceil(ASSETS.length / live.length);
+        for (const mint of ASSETS) {
+          const runners = [...(w.running.get(mint) ?? [])];
+          expect(runners, `${mint} runners`).toHaveLength(1);
+          const holders = live.filter((e) => e.manager.held.has(mint)).map((e) => e.id);
+          expect(holders).toEqual(runners);
+          const lease = w.bucket.snapshot().get(LEASE_KEYS.asset(mint));
+          expect(lease?.value.owner).toBe(runners[0]);
+          expect(lease!.value.expires_at).toBeGreaterThan(w.clock.now());
+        }
+        for (const e of live) expect(e.manager.held.size).toBeLessThanOrEqual(share);
+        for (const e of w.engines) e.manager.abandon();
+      }),
+      { numRuns: 40 },
+    );
+  }, 120_000);
+
+  it("moves a killed engine's assets to the survivor within 10 s", async () => {
+    const w = new World(() => 0.5);
+    const a = w.spawn();
+    await w.advance(3_000);
+    const b = w.spawn();
+    await w.advance(10_000);
+    expect(a.manager.held.size).toBe(6);
+    expect(b.manager.held.size).toBe(6);
+    const moved = [...a.manager.held];
+    const killedAt = w.clock.now();
+    w.kill(a);
+    let allAt: number | null = null;
+    while (w.clock.now() - killedAt < 15_000 && allAt === null) {
+      await w.advance(100);
+      if (moved.every((m) => b.manager.held.has(m) && w.running.get(m)?.has(b.id))) allAt = w.clock.now();
+    }
+    expect(allAt).not.toBeNull();
+    expect(allAt! - killedAt).toBeLessThanOrEqual(10_000);
+    expect(w.violations).toEqual([]);
+    b.manager.abandon();
+  });
+
+  it("stops an asset before its lease can expire when renewals fail, and another engine takes it only after", async () => {
+    const w = new World(() => 0.5);
+    const a = w.spawn();
+    await w.advance(3_000);
+    expect(a.manager.held.size).toBe(12);
+    const b = w.spawn();
+    a.link.cut = true; // a keeps running but cannot reach the bucket
+    const cutAt = w.clock.now();
+    await w.advance(TTL - 1_000);
+    // Fenced: a stopped everything before any lease it wrote could expire.
+    expect(a.manager.held.size).toBe(0);
+    expect(a.manager.stats.fenced).toBe(12);
+    for (const s of w.running.values()) expect(s.has(a.id)).toBe(false);
+    expect(b.manager.held.size).toBe(0); // nothing expired yet
+    await w.advance(6_000);
+    expect(b.manager.held.size).toBe(12);
+    expect(w.clock.now() - cutAt).toBeLessThan(12_000);
+    expect(w.violations).toEqual([]);
+    a.manager.abandon();
+    b.manager.abandon();
+  });
+
+  it("a graceful stop hands every lease back at once", async () => {
+    const w = new World(() => 0.5);
+    const a = w.spawn();
+    const b = w.spawn();
+    await w.advance(8_000);
+    expect(a.manager.held.size + b.manager.held.size).toBe(12);
+    const stopping = a.manager.stop();
+    await w.advance(1_000);
+    await stopping;
+    expect(w.bucket.snapshot("engine.").has(LEASE_KEYS.engine(a.id))).toBe(false);
+    await w.advance(EVERY + 500);
+    expect(b.manager.held.size).toBe(12);
+    expect(w.violations).toEqual([]);
+    b.manager.abandon();
+  });
+});

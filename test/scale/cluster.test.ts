@@ -1,0 +1,370 @@
+/**
+ * Scale-out (issue 8 item 4): a three-node nats-server cluster (JetStream, replicas 3) on loopback, PostgreSQL, two
+ * engine processes (ROLE=engine) and two API processes (ROLE=api), replaying `transition-burst` (12 assets, 40
+ * scenario minutes) on one shared scenario timeline. WebSocket clients subscribe on both API processes. Then:
+ * - `kill -9` of one engine: its assets are leased by the other within 10 s, restored from KV (snapshot or last
+ *   acknowledged transition) and caught up;
+ * - SIGKILL of the nats-server leading PEG_TRANSITIONS: clients see nothing different (no WebSocket closed, no
+ *   transition missed, public reads keep answering 200).
+ * Afterwards: the acknowledged history is exactly the uninterrupted offline replay (nothing lost, duplicated or
+ * invented; identical receipts), every transition is in PostgreSQL exactly once, every WebSocket client received
+ * every transition once and in order, and a watch of the lease bucket saw no asset change owner before its lease
+ * expired. The measured times are printed as one JSON line (`SCALE-OUT`) for docs/scaling.md.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { Kvm, type KvWatchEntry } from "@nats-io/kv";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { loadShippedCatalog } from "../../src/catalog/index.ts";
+import { loadScenario } from "../../src/cli/scenario-files.ts";
+import { systemClock } from "../../src/clock.ts";
+import { replayBundle, verifyBundle, type Receipt } from "../../src/methodology/index.ts";
+import { LEASE_BUCKET, type LeaseValue } from "../../src/streams/nats/leases.ts";
+import { replayScenario } from "../../src/streams/replay.ts";
+import { openStore } from "../../src/store/index.ts";
+import { startNatsCluster, type TestNatsCluster } from "../support/nats-cluster.ts";
+import { startPostgres, type TestPostgres } from "../support/postgres.ts";
+import { freePort, sleep, waitFor } from "../support/ports.ts";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const SCENARIO = "transition-burst";
+const SPEED = 30;
+
+const catalog = loadShippedCatalog();
+const scenario = loadScenario(SCENARIO);
+const lastTs = scenario.samples[scenario.samples.length - 1]!.ts;
+const assets = [...new Set(scenario.samples.map((s) => s.asset))].map((s) => catalog.bySymbol(s)!);
+const scenarioMints = new Set(assets.map((a) => a.mint));
+// The engines lease every active asset; the scenario feeds 12 of them.
+const mints = catalog.active.map((a) => a.mint);
+// The engines keep running after the last sample, so dwells pending then commit too: replay past every deadline.
+const expected = replayScenario({ ...scenario, until: lastTs + 10 * 60_000 }, { resolve: (s) => catalog.bySymbol(s), gitSha: "" }).receipts;
+
+interface Proc {
+  readonly name: string;
+  readonly proc: ChildProcess;
+  readonly exited: Promise<number | null>;
+  readonly serving: Promise<void>;
+  readonly lines: () => Record<string, unknown>[];
+  readonly stderr: () => string;
+}
+
+function serve(name: string, env: Record<string, string>): Proc {
+  const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
+    cwd: ROOT,
+    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let err = "";
+  let onServing: () => void = () => {};
+  const serving = new Promise<void>((r) => (onServing = r));
+  proc.stderr?.on("data", (c: Buffer) => {
+    err += c.toString();
+    if (err.includes('"msg":"serving"')) onServing();
+  });
+  const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
+  const lines = () =>
+    err.split("\n").flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+  return { name, proc, exited, serving, lines, stderr: () => err };
+}
+
+async function started(p: Proc): Promise<void> {
+  await Promise.race([
+    p.serving,
+    p.exited.then((c) => Promise.reject(new Error(`${p.name} exited early (${c}): ${p.stderr().slice(-3000)}`))),
+    sleep(90_000).then(() => Promise.reject(new Error(`${p.name} did not start: ${p.stderr().slice(-3000)}`))),
+  ]);
+}
+
+type Msg = Record<string, unknown> & { type: string };
+
+/** A WebSocket client subscribed to every asset from the start of the stream. */
+class Client {
+  readonly messages: Msg[] = [];
+  readonly ws: WebSocket;
+  closed: { code: number; at: number } | null = null;
+  constructor(readonly name: string, url: string) {
+    this.ws = new WebSocket(url);
+    this.ws.on("message", (data, isBinary) => {
+      if (!isBinary) this.messages.push({ ...(JSON.parse(data.toString()) as Msg), received_at: Date.now() });
+    });
+    this.ws.on("open", () => this.ws.send(JSON.stringify({ op: "subscribe", assets: ["*"], since_seq: 0 })));
+    this.ws.on("close", (code) => (this.closed = { code, at: Date.now() }));
+    this.ws.on("error", () => {});
+  }
+  transitions(): Msg[] {
+    return this.messages.filter((m) => m.type === "transition");
+  }
+}
+
+let cluster: TestNatsCluster;
+let pg: TestPostgres;
+let databaseUrl: string;
+const procs: Proc[] = [];
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  [cluster, pg] = await Promise.all([startNatsCluster(3), startPostgres()]);
+  databaseUrl = await pg.createDatabase();
+}, 120_000);
+
+afterAll(async () => {
+  for (const p of procs) if (p.proc.exitCode === null) p.proc.kill("SIGKILL");
+  await Promise.all(procs.map((p) => p.exited));
+  // Each process's log, for a failure's post-mortem.
+  const out = join(ROOT, "test-results", "scale-out");
+  mkdirSync(out, { recursive: true });
+  for (const p of procs) writeFileSync(join(out, `${p.name}.log`), p.stderr());
+  for (const n of cluster?.nodes ?? []) if (existsSync(n.logFile)) copyFileSync(n.logFile, join(out, `nats-${n.name}.log`));
+  await cluster?.dispose();
+  await pg?.dispose();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function leases(nc: NatsConnection): Promise<Map<string, LeaseValue>> {
+  const kv = await new Kvm(nc).open(LEASE_BUCKET);
+  const out = new Map<string, LeaseValue>();
+  for (const mint of mints) {
+    const e = await kv.get(`asset.${mint}`);
+    if (e !== null && e.operation === "PUT") out.set(mint, e.json<LeaseValue>());
+  }
+  return out;
+}
+
+describe("scale-out on a three-node NATS cluster", () => {
+  it("partitions assets, survives an engine kill and a NATS node kill, and loses or repeats nothing", async () => {
+    const base = {
+      NATS_URL: cluster.urls,
+      NATS_REPLICAS: "3",
+      DATABASE_URL: databaseUrl,
+      FEED: `scenario:${SCENARIO}`,
+      SCENARIO_SPEED: String(SPEED),
+      HOST: "127.0.0.1",
+      RATE_LIMIT_PER_MIN: "1000000",
+    };
+    const env = (role: string, port?: number) => {
+      const dir = mkdtempSync(join(tmpdir(), `peg-scale-${role}-`));
+      dirs.push(dir);
+      return { ...base, ROLE: role, DATA_DIR: dir, PORT: String(port ?? 8080) };
+    };
+    const apiPorts = [await freePort(), await freePort()];
+    // The first API process creates the schema, the topology (replicas 3) and the webhook signing key alone.
+    const api1 = serve("api-1", env("api", apiPorts[0]));
+    procs.push(api1);
+    await started(api1);
+    const api2 = serve("api-2", env("api", apiPorts[1]));
+    procs.push(api2);
+    await started(api2);
+    const clients = apiPorts.flatMap((port, i) => [new Client(`api-${i + 1}/a`, `ws://127.0.0.1:${port}/v1/ws`), new Client(`api-${i + 1}/b`, `ws://127.0.0.1:${port}/v1/ws`)]);
+
+    const nc = await connect({ servers: cluster.urls.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    // Every lease write, as the bucket saw it: an owner may change only after the previous lease expired or was deleted.
+    const history: { key: string; op: string; value: LeaseValue | null; at: number; revision: number }[] = [];
+    const watchKv = await new Kvm(nc).create(LEASE_BUCKET, { history: 1, replicas: 3 });
+    const watch = await watchKv.watch({ key: "asset.>" });
+    void (async () => {
+      for await (const e of watch as AsyncIterable<KvWatchEntry>) {
+        history.push({ key: e.key, op: e.operation, value: e.operation === "PUT" ? e.json<LeaseValue>() : null, at: e.created.getTime(), revision: e.revision });
+      }
+    })();
+
+    const engine1 = serve("engine-1", env("engine"));
+    const engine2 = serve("engine-2", env("engine"));
+    procs.push(engine1, engine2);
+    await Promise.all([started(engine1), started(engine2)]);
+    const engineId = (p: Proc) => String(p.lines().find((l) => l["msg"] === "serving")?.["engine"]);
+    const ids = [engineId(engine1), engineId(engine2)];
+
+    // Balanced: ceil(N / 2) and the rest, every asset leased once.
+    let split: Map<string, LeaseValue> = new Map();
+    const share = Math.ceil(mints.length / 2);
+    await waitFor(
+      async () => {
+        split = await leases(nc);
+        const now = Date.now();
+        const counts = ids.map((id) => [...split.values()].filter((v) => v.owner === id && v.expires_at > now).length);
+        return counts[0]! + counts[1]! === mints.length && counts.every((c) => c <= share);
+      },
+      30_000,
+      `both engines to hold about ${share} assets each`,
+    );
+    await waitFor(() => clients.every((c) => c.transitions().length >= 20), 60_000, "transitions on every client");
+    // Every stream and bucket is replicated on the three nodes (one created with a single replica would not survive
+    // the loss of its node).
+    const jsm0 = await jetstreamManager(nc);
+    for (const name of ["PEG_SAMPLES", "PEG_TRANSITIONS", "PEG_DELIVERIES", "KV_peg_actors", "KV_PEG_LEASES"]) {
+      expect((await jsm0.streams.info(name)).config.num_replicas, name).toBe(3);
+    }
+
+    // 1. kill -9 one engine mid-burst.
+    const victimAssets = [...split].filter(([, v]) => v.owner === ids[0]).map(([m]) => m);
+    expect(victimAssets.filter((m) => scenarioMints.has(m)).length, "the killed engine runs some of the scenario's assets").toBeGreaterThan(0);
+    const killedAt = Date.now();
+    engine1.proc.kill("SIGKILL");
+    await engine1.exited;
+    let leasedAt = 0;
+    await waitFor(
+      async () => {
+        const now = await leases(nc);
+        if (victimAssets.every((m) => now.get(m)?.owner === ids[1])) leasedAt ||= Date.now();
+        const restored = new Set(engine2.lines().filter((l) => l["msg"] === "acquired asset" && Date.parse(String(l["ts"])) >= killedAt).map((l) => l["mint"]));
+        return leasedAt > 0 && victimAssets.every((m) => restored.has(m));
+      },
+      15_000,
+      "the surviving engine to take over",
+    );
+    const restoredAt = Math.max(
+      ...engine2
+        .lines()
+        .filter((l) => l["msg"] === "acquired asset" && victimAssets.includes(String(l["mint"])) && Date.parse(String(l["ts"])) >= killedAt)
+        .map((l) => Date.parse(String(l["ts"]))),
+    );
+    const engineFailoverMs = restoredAt - killedAt;
+    expect(leasedAt - killedAt).toBeLessThanOrEqual(10_000);
+    expect(engineFailoverMs).toBeLessThanOrEqual(10_000);
+    // Restored from KV (snapshot, or the last acknowledged transition), not cold.
+    const sources = engine2
+      .lines()
+      .filter((l) => l["msg"] === "acquired asset" && Date.parse(String(l["ts"])) >= killedAt && scenarioMints.has(String(l["mint"])))
+      .map((l) => l["from"]);
+    expect(sources.length).toBe(victimAssets.filter((m) => scenarioMints.has(m)).length);
+    expect(sources.every((s) => s === "snapshot" || s === "transition"), JSON.stringify(sources)).toBe(true);
+
+    // The owner answers machine inspection through either API process.
+    for (const port of apiPorts) {
+      const r = await fetch(`http://127.0.0.1:${port}/v1/assets/${assets[0]!.symbol}/machine`);
+      expect(r.status).toBe(200);
+    }
+
+    // 2. kill the nats-server leading PEG_TRANSITIONS, while reading through both API processes.
+    const jsm = await jetstreamManager(nc);
+    const leaderName = (await jsm.streams.info("PEG_TRANSITIONS")).cluster?.leader;
+    const leader = cluster.nodes.find((n) => n.name === leaderName) ?? cluster.nodes[0]!;
+    const seenBefore = clients.map((c) => c.transitions().length);
+    const reads: number[] = [];
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        for (const port of apiPorts) {
+          const r = await fetch(`http://127.0.0.1:${port}/v1/assets/${assets[1]!.symbol}`).catch(() => null);
+          reads.push(r?.status ?? 0);
+        }
+        await sleep(100);
+      }
+    })();
+    const natsKilledAt = Date.now();
+    await leader.kill();
+    try {
+      await waitFor(() => clients.every((c, i) => c.transitions().length > seenBefore[i]! + 5), 45_000, "transitions after the NATS node kill");
+    } catch (e) {
+      const state = await jsm.streams.info("PEG_TRANSITIONS").then((i) => i.state, (x: unknown) => String(x));
+      throw new Error(`${String(e)}; stream ${JSON.stringify(state)}; clients ${JSON.stringify(clients.map((c, i) => [c.name, seenBefore[i], c.transitions().length, c.closed]))}`);
+    }
+    const natsGapMs = Math.max(...clients.map((c) => c.transitions().find((m) => (m["received_at"] as number) > natsKilledAt)!["received_at"] as number)) - natsKilledAt;
+    const newLeader = (await jsm.streams.info("PEG_TRANSITIONS")).cluster?.leader;
+    await sleep(2_000);
+    polling = false;
+    await poller;
+
+    // 3. The end of the scenario (and its last dwells): the acknowledged history is the offline replay.
+    const acked: Receipt[] = [];
+    await waitFor(
+      async () => {
+        const info = await jsm.streams.info("PEG_TRANSITIONS");
+        return info.state.messages >= expected.length;
+      },
+      150_000,
+      `${expected.length} transitions in PEG_TRANSITIONS`,
+    );
+    await sleep(1_000);
+    const info = await jsm.streams.info("PEG_TRANSITIONS");
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const m = await jsm.streams.getMessage("PEG_TRANSITIONS", { seq });
+      if (m !== null) acked.push(m.json<Receipt>());
+    }
+    const ackedIds = acked.map((r) => r.alert_id);
+    expect(new Set(ackedIds).size, "no alert id twice").toBe(ackedIds.length);
+    const byId = new Map(expected.map((r) => [r.alert_id, r]));
+    expect([...ackedIds].sort()).toEqual([...byId.keys()].sort());
+    for (const r of acked) {
+      const want = byId.get(r.alert_id)!;
+      if (r.receipt_sha256 !== want.receipt_sha256) {
+        // On a mismatch, show exactly which frozen inputs or verdict members differ.
+        const diff = (a: Record<string, unknown>, b: Record<string, unknown>) =>
+          Object.keys({ ...a, ...b }).filter((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k])).map((k) => `${k}: ${JSON.stringify(a[k])} vs ${JSON.stringify(b[k])}`);
+        expect.fail(`${r.asset} ${r.alert_id} at ${r.detected_at} differs: ${[...diff({ ...r.inputs_frozen }, { ...want.inputs_frozen }), ...diff({ ...r.computed }, { ...want.computed })].join("; ")}`);
+      }
+    }
+    const lastTo = new Map<string, string>();
+    for (const r of acked) {
+      expect(r.from_state, `${r.asset} continuity`).toBe(lastTo.get(r.asset) ?? "PEGGED");
+      lastTo.set(r.asset, r.to_state);
+    }
+    expect(verifyBundle(JSON.parse(JSON.stringify(replayBundle(acked[0]!)))).exit).toBe(0);
+
+    // Every WebSocket client on either API process received every transition once, in stream order, and stayed open.
+    await waitFor(() => clients.every((c) => c.transitions().length >= acked.length), 20_000, "every client to receive every transition");
+    for (const c of clients) {
+      expect(c.closed, `${c.name} stayed connected`).toBeNull();
+      const got = c.transitions();
+      expect(got.map((m) => m["alert_id"]), c.name).toEqual(ackedIds);
+      expect(got.map((m) => m["seq"])).toEqual(Array.from({ length: acked.length }, (_, i) => info.state.first_seq + i));
+    }
+    expect(reads.length).toBeGreaterThan(10);
+    expect(reads.filter((s) => s !== 200), "public reads during the NATS node kill").toEqual([]);
+
+    // Projected into PostgreSQL exactly once (two engines share the projector consumer).
+    const store = await openStore({ kind: "postgres", url: databaseUrl }, systemClock);
+    try {
+      await waitFor(async () => (await store.alerts({ limit: 1000, offset: 0 })).length >= acked.length, 30_000, "the projection");
+      const ids2 = (await store.alerts({ limit: 1000, offset: 0 })).map((a) => a.id);
+      expect(ids2.length).toBe(new Set(ids2).size);
+      expect([...ids2].sort()).toEqual([...ackedIds].sort());
+    } finally {
+      await store.close();
+    }
+
+    // No asset was ever owned twice: an owner changes only after the previous lease expired or was deleted.
+    const lastByKey = new Map<string, (typeof history)[number]>();
+    const handovers: string[] = [];
+    for (const h of history) {
+      const prev = lastByKey.get(h.key);
+      if (prev !== undefined && prev.op === "PUT" && h.op === "PUT" && prev.value!.owner !== h.value!.owner) {
+        if (h.at < prev.value!.expires_at) handovers.push(`${h.key}: ${h.value!.owner} at ${h.at} before ${prev.value!.owner}'s lease expired at ${prev.value!.expires_at}`);
+      }
+      lastByKey.set(h.key, h);
+    }
+    expect(history.length).toBeGreaterThan(mints.length);
+    expect(handovers).toEqual([]);
+    watch.stop();
+
+    const measured = {
+      engine_kill_to_leases_ms: leasedAt - killedAt,
+      engine_kill_to_restored_ms: engineFailoverMs,
+      moved_assets: victimAssets.length,
+      moved_scenario_assets: victimAssets.filter((m) => scenarioMints.has(m)).length,
+      nats_node_killed: leader.name,
+      nats_new_stream_leader: newLeader,
+      nats_kill_to_next_ws_transition_ms: natsGapMs,
+      reads_during_nats_kill: reads.length,
+      reads_not_200: reads.filter((s) => s !== 200).length,
+      transitions: acked.length,
+      ws_clients: clients.length,
+    };
+    process.stdout.write(`SCALE-OUT ${JSON.stringify(measured)}\n`);
+    for (const c of clients) c.ws.close();
+    await nc.close();
+  }, 300_000);
+});
