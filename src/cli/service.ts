@@ -346,7 +346,16 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       : await startBatchConsumer(
           nc,
           topology.jsm,
-          { stream: TOPOLOGY.transitions.stream, durable: "delivery-dispatch", filterSubject: TOPOLOGY.transitions.subjects, maxBatch: 64, startAt: "new", onError },
+          {
+            stream: TOPOLOGY.transitions.stream,
+            durable: "delivery-dispatch",
+            filterSubject: TOPOLOGY.transitions.subjects,
+            startAt: "new",
+            // Each decision reads the sends decided before it: one transition at a time, in stream order, even when
+            // a crash left one unacknowledged or several engines share the consumer.
+            inOrder: { ackWaitMs: 10_000 },
+            onError,
+          },
           dispatchHandler(dispatcher, (id) => store.markDispatched(id, baseClock.now()), onReject),
         );
     undo.push(async () => dispatching?.stop());

@@ -24,6 +24,13 @@ export interface BatchConsumerOptions {
    * next one published (a consumer added to a stream with history must not act on that history).
    */
   readonly startAt?: "all" | "new";
+  /**
+   * Strictly in stream order, even across crashes and across processes sharing the durable: at most one message is
+   * outstanding (`max_ack_pending` 1, batches of one), so the next is delivered only once this one is acked, and an
+   * unacked message of a dead process is redelivered (after `ackWaitMs`) before anything after it. For handlers
+   * whose decisions depend on the ones before (webhook dispatch). Applied to an existing durable too.
+   */
+  readonly inOrder?: { readonly ackWaitMs: number };
 }
 
 export interface BatchConsumer {
@@ -44,19 +51,26 @@ export async function startBatchConsumer(
   opts: BatchConsumerOptions,
   handler: (batch: readonly BatchMessage[]) => Promise<void>,
 ): Promise<BatchConsumer> {
-  const maxBatch = opts.maxBatch ?? 256;
+  const maxBatch = opts.inOrder === undefined ? (opts.maxBatch ?? 256) : 1;
   const lingerMs = opts.lingerMs ?? 10;
+  const maxAckPending = opts.inOrder === undefined ? maxBatch * 4 : 1;
+  // In nanoseconds: a batch not acked by then is redelivered.
+  const ackWait = (opts.inOrder?.ackWaitMs ?? 30_000) * 1_000_000;
+  let existing;
   try {
-    await jsm.consumers.info(opts.stream, opts.durable);
+    existing = await jsm.consumers.info(opts.stream, opts.durable);
   } catch {
     await jsm.consumers.add(opts.stream, {
       durable_name: opts.durable,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: opts.startAt === "new" ? DeliverPolicy.New : DeliverPolicy.All,
       filter_subject: opts.filterSubject,
-      max_ack_pending: maxBatch * 4,
-      ack_wait: 30_000_000_000, // 30 s in nanoseconds: a batch not acked by then is redelivered
+      max_ack_pending: maxAckPending,
+      ack_wait: ackWait,
     });
+  }
+  if (existing !== undefined && opts.inOrder !== undefined && (existing.config.max_ack_pending !== maxAckPending || existing.config.ack_wait !== ackWait)) {
+    await jsm.consumers.update(opts.stream, opts.durable, { max_ack_pending: maxAckPending, ack_wait: ackWait });
   }
   const consumer = await jetstream(nc).consumers.get(opts.stream, opts.durable);
   const stats = { batches: 0, messages: 0, failures: 0 };
