@@ -123,10 +123,12 @@ export function withReadCaches(base: ReadModel): ReadModel {
 export async function startApi(deps: ApiDeps): Promise<Api> {
   const { config, catalog, clock, store } = deps;
   const readiness = async (): Promise<Readiness> => {
-    const database = await within(sql`select 1`.execute(store.db).then(() => true), 2_000, false);
+    const reachable = await within(sql`select 1`.execute(store.db).then(() => true), 2_000, false);
+    // Up means reachable and (embedded) with room to write: a full disk still answers reads.
+    const database = reachable && store.hasRoom();
     const nats = await within(deps.natsAlive(), 2_000, false);
     let newest: number | null = null;
-    if (database) {
+    if (reachable) {
       for (const s of await store.latestSnapshots()) newest = newest === null ? s.updated_at : Math.max(newest, s.updated_at);
     }
     return {

@@ -5,7 +5,7 @@
  */
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PGliteDialect, PostgresDialect, type Dialect } from "kysely";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, statfsSync } from "node:fs";
 import pg from "pg";
 import type { Clock } from "../clock.ts";
 import type { CatalogAsset } from "../catalog/index.ts";
@@ -56,6 +56,12 @@ export interface Store {
   migrate(): Promise<string[]>;
   /** Closes the pool or the embedded database. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Whether the embedded database has room to write: at least `MIN_FREE_BYTES` (one 16 MiB WAL segment) free in its
+   * data directory. A full disk fails writes that extend a file while reads and in-place updates still succeed, so a
+   * read probe cannot see it. Always true for PostgreSQL (its server owns its disk) and in-memory PGlite.
+   */
+  hasRoom(): boolean;
   /** Upserts catalog assets, stamping changed rows with the clock's now. */
   upsertAssets(assets: readonly CatalogAsset[]): Promise<number>;
   upsertSnapshot(row: SnapshotRow): Promise<boolean>;
@@ -79,8 +85,16 @@ export interface Store {
 
 function dialectFor(config: StoreConfig): Dialect {
   switch (config.kind) {
-    case "postgres":
-      return new PostgresDialect({ pool: new pg.Pool({ connectionString: config.url, max: config.max ?? 10 }) });
+    case "postgres": {
+      const pool = new pg.Pool({ connectionString: config.url, max: config.max ?? 10 });
+      // A connection the server closes (a PostgreSQL restart or failover) is reported as an 'error' event on its
+      // client, also re-emitted on the pool while the client is idle there; without listeners either event kills
+      // the process. The broken client is discarded (by the pool, when idle or when released), queries on it fail
+      // and are retried by their callers, and the next query opens a new connection.
+      pool.on("error", () => {});
+      pool.on("connect", (client) => client.on("error", () => {}));
+      return new PostgresDialect({ pool });
+    }
     case "pglite":
       mkdirSync(config.dataDir, { recursive: true });
       return new PGliteDialect({ pglite: new PGlite(config.dataDir) });
@@ -89,14 +103,30 @@ function dialectFor(config: StoreConfig): Dialect {
   }
 }
 
-/** Binds every repository to `db`. Exposed for tests and tools that bring their own Kysely instance. */
-export function createStore(db: Kysely<Database>, kind: StoreKind, clock: Clock): Store {
+/** Free bytes below which an embedded store's directory counts as full (`Store.hasRoom`): one WAL segment. */
+export const MIN_FREE_BYTES = 16 * 2 ** 20;
+
+/**
+ * Binds every repository to `db`. Exposed for tests and tools that bring their own Kysely instance. `dataDir`: the
+ * embedded database's directory, whose free space `hasRoom` checks.
+ */
+export function createStore(db: Kysely<Database>, kind: StoreKind, clock: Clock, dataDir?: string): Store {
   let closing: Promise<void> | null = null;
+  const hasRoom = (): boolean => {
+    if (dataDir === undefined) return true;
+    try {
+      const fs = statfsSync(dataDir);
+      return fs.bavail * fs.bsize >= MIN_FREE_BYTES;
+    } catch {
+      return false;
+    }
+  };
   return {
     db,
     kind,
     migrate: () => migrateToLatest(db),
     close: () => (closing ??= db.destroy()),
+    hasRoom,
     upsertAssets: (assets) => upsertAssets(db, assets, clock.now()),
     upsertSnapshot: (row) => upsertSnapshot(db, row),
     latestSnapshots: () => latestSnapshots(db),
@@ -115,7 +145,7 @@ export function createStore(db: Kysely<Database>, kind: StoreKind, clock: Clock)
 
 /** Opens the database, applies pending migrations and returns the bound store. On failure nothing is left open. */
 export async function openStore(config: StoreConfig, clock: Clock): Promise<Store> {
-  const store = createStore(new Kysely<Database>({ dialect: dialectFor(config) }), config.kind, clock);
+  const store = createStore(new Kysely<Database>({ dialect: dialectFor(config) }), config.kind, clock, config.kind === "pglite" ? config.dataDir : undefined);
   try {
     await store.migrate();
   } catch (e) {

@@ -39,7 +39,7 @@ export interface Receiver {
   readonly acted: string[];
   /** Keys the receiver verifies against (set by the test, as if fetched from `/v1/meta/webhook-keys`). */
   keys: ListedKey[];
-  /** `/flaky/<n>` answers 500 to the first n deliveries of each event id; this counts them. */
+  /** `/flaky/<n>[/<mode>]` fails the first n deliveries of each event id (see `failFlaky`); this counts them. */
   readonly flakyCounts: Map<string, number>;
   close(): Promise<void>;
 }
@@ -58,6 +58,33 @@ function makeCertificates(dir: string): { ca: string; key: Buffer; cert: string 
   openssl(["x509", "-req", "-in", p("leaf.csr"), "-CA", p("ca.pem"), "-CAkey", p("ca.key"), "-CAcreateserial", "-days", "1",
     "-out", p("leaf.pem"), "-extfile", p("ext.cnf")]);
   return { ca: readFileSync(p("ca.pem"), "utf8"), key: readFileSync(p("leaf.key")), cert: readFileSync(p("leaf.pem"), "utf8") };
+}
+
+/**
+ * How `/flaky/<n>/<mode>` fails its first n deliveries of each event: `500` (also `/flaky/<n>`), `503`, `429` (with
+ * `Retry-After: 120`), `302` (to a public URL; never followed) or `slow` (never answered: the client's budget runs
+ * out; the response is kept in `held` and destroyed on close).
+ */
+const FLAKY_MODES = ["500", "503", "429", "302", "slow"] as const;
+
+function failFlaky(res: ServerResponse, mode: string, text: string, held: ServerResponse[]): void {
+  switch (mode) {
+    case "500":
+    case "503":
+      res.writeHead(Number(mode), { "content-type": "text/plain" }).end(text);
+      return;
+    case "429":
+      res.writeHead(429, { "retry-after": "120", "content-type": "text/plain" }).end(text);
+      return;
+    case "302":
+      res.writeHead(302, { location: "https://example.com/hook" }).end();
+      return;
+    case "slow":
+      held.push(res);
+      return;
+    default:
+      throw new Error(`unknown flaky mode ${mode} (one of ${FLAKY_MODES.join(", ")})`);
+  }
 }
 
 function readBody(req: IncomingMessage): Promise<string> {
@@ -98,12 +125,13 @@ export async function startReceiver(): Promise<Receiver> {
         return;
       }
       if (path.startsWith("/flaky/")) {
-        const n = Number(path.slice("/flaky/".length));
+        const [times, mode = "500"] = path.slice("/flaky/".length).split("/");
+        const n = Number(times);
         const count = (flakyCounts.get(v.eventId) ?? 0) + 1;
         flakyCounts.set(v.eventId, count);
         if (count <= n) {
           record(false);
-          res.writeHead(500, { "content-type": "text/plain" }).end(`failure ${count} of ${n}`);
+          failFlaky(res, mode, `failure ${count} of ${n}`, held);
           return;
         }
       }

@@ -10,18 +10,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { connect } from "@nats-io/transport-node";
-import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { loadScenario } from "../../src/cli/scenario-files.ts";
-import { rank, replayBundle, verifyBundle, type Receipt } from "../../src/methodology/index.ts";
+import { rank, replayBundle, verifyBundle } from "../../src/methodology/index.ts";
 import { systemClock } from "../../src/clock.ts";
 import { replayScenario } from "../../src/streams/replay.ts";
-import { openStore, type Store } from "../../src/store/index.ts";
+import { openStore } from "../../src/store/index.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { freePort } from "../support/ports.ts";
+import { jetStreamTransitions, storedAlertIds } from "./invariants.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SCENARIO = "transition-burst";
@@ -56,31 +55,6 @@ function serve(env: Record<string, string>): Run {
   });
   const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
   return { proc, exited, serving, stderr: () => err };
-}
-
-async function transitionsInJetStream(natsUrl: string): Promise<Receipt[]> {
-  const nc = await connect({ servers: natsUrl });
-  try {
-    const jsm = await jetstreamManager(nc);
-    const info = await jsm.streams.info("PEG_TRANSITIONS");
-    const out: Receipt[] = [];
-    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-      const m = await jsm.streams.getMessage("PEG_TRANSITIONS", { seq });
-      if (m !== null) out.push(m.json<Receipt>());
-    }
-    return out;
-  } finally {
-    await nc.close();
-  }
-}
-
-async function storedAlertIds(store: Store): Promise<string[]> {
-  const ids: string[] = [];
-  for (let offset = 0; ; offset += 500) {
-    const page = await store.alerts({ limit: 500, offset });
-    ids.push(...page.map((a) => a.id));
-    if (page.length < 500) return ids;
-  }
 }
 
 describe.each(["postgres", "pglite"] as const)("kill -9 during a burst of transitions (%s)", (backend) => {
@@ -124,7 +98,7 @@ describe.each(["postgres", "pglite"] as const)("kill -9 during a burst of transi
     ]);
     expect(code, last.stderr().slice(-3000)).toBe(0);
 
-    const acked = await transitionsInJetStream(nats.url);
+    const acked = await jetStreamTransitions(nats.url);
     const ackedIds = acked.map((r) => r.alert_id);
     expect(new Set(ackedIds).size, "no alert id twice in JetStream").toBe(ackedIds.length);
 

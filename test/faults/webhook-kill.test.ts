@@ -7,45 +7,17 @@
  * due, once, with its original event id, signed with the same key; the receiver never sees an attempt more than
  * once except the one the kill may have interrupted.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOT_TOKEN, JWT_SECRET, widgetPayload } from "../http/helpers.ts";
 import { NAME, startReceiver, type Receiver } from "../delivery/receiver.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { freePort, waitFor } from "../support/ports.ts";
 import { writeWebhookScenario } from "../webhooks/scenario.ts";
+import { spawnService, type ServiceProcess } from "./harness.ts";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const CHILD = fileURLToPath(new URL("../support/service-child.ts", import.meta.url));
-
-interface Child {
-  proc: ChildProcess;
-  port: Promise<number>;
-  exited: Promise<number | null>;
-  stderr: () => string;
-}
-
-function start(env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, ["--import", "tsx", CHILD], {
-    cwd: ROOT,
-    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let err = "";
-  let onPort: (p: number) => void = () => {};
-  const port = new Promise<number>((r) => (onPort = r));
-  proc.stderr?.on("data", (c: Buffer) => {
-    err += c.toString();
-    const m = /"msg":"serving","port":(\d+)/.exec(err);
-    if (m !== null) onPort(Number(m[1]));
-  });
-  const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
-  return { proc, port, exited, stderr: () => err };
-}
 
 interface DeliveryRow {
   event_id: string;
@@ -58,7 +30,7 @@ interface DeliveryRow {
 const dir = mkdtempSync(join(tmpdir(), "peg-webhook-kill-"));
 let nats: TestNats;
 let rx: Receiver;
-let child: Child | null = null;
+let child: ServiceProcess | null = null;
 let env: Record<string, string>;
 
 beforeAll(async () => {
@@ -95,8 +67,8 @@ afterAll(async () => {
 
 describe("kill -9 while a webhook delivery waits for its next attempt", () => {
   it("resumes the schedule after the restart: every event on its fifth attempt, once, when due, with its original id", async () => {
-    child = start(env);
-    const base = `http://127.0.0.1:${await child.port}`;
+    child = spawnService(env);
+    const base = `http://127.0.0.1:${await child.serving}`;
     rx.keys = ((await (await fetch(`${base}/v1/meta/webhook-keys`)).json()) as { keys: { kid: string; public_key: string }[] }).keys;
     const login = await fetch(`${base}/v1/auth/messenger`, {
       method: "POST",
@@ -139,8 +111,8 @@ describe("kill -9 while a webhook delivery waits for its next attempt", () => {
     const killedAt = Date.now();
     expect(killedAt).toBeLessThan(fifthDue);
 
-    child = start(env);
-    const base2 = `http://127.0.0.1:${await child.port}`;
+    child = spawnService(env);
+    const base2 = `http://127.0.0.1:${await child.serving}`;
     await waitFor(() => rx.acted.includes(eventId), 60_000, "the fifth attempt after the restart");
     const fifth = rx.received.filter((r) => r.eventId === eventId && r.headers["x-svc-attempt"] === "5/6");
     expect(fifth).toHaveLength(1);

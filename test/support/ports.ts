@@ -18,8 +18,8 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** Polls `check` until it resolves true or `timeoutMs` passes. */
-export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<void> {
+/** Polls `check` (every `everyMs`, default 50) until it resolves true or `timeoutMs` passes. */
+export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string, everyMs = 50): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -28,6 +28,6 @@ export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs
       // not ready yet
     }
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
+    await sleep(everyMs);
   }
 }

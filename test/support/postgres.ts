@@ -44,7 +44,15 @@ async function canConnect(url: string): Promise<boolean> {
   }
 }
 
-export async function startPostgres(): Promise<TestPostgres> {
+export interface TestPostgresOptions {
+  /**
+   * Keep PostgreSQL's crash-safe defaults (fsync, synchronous_commit, full_page_writes on). Default false: the test
+   * server runs with them off, which is faster but may lose the last commits on an immediate shutdown (`kill`).
+   */
+  readonly durable?: boolean;
+}
+
+export async function startPostgres(options: TestPostgresOptions = {}): Promise<TestPostgres> {
   if (!existsSync(join(BIN, "initdb"))) throw new Error(`PostgreSQL binaries not found in ${BIN}`);
   const port = await freePort();
   const root = mkdtempSync(join(tmpdir(), "peg-pg-"));
@@ -53,7 +61,8 @@ export async function startPostgres(): Promise<TestPostgres> {
   const data = join(root, "data");
   pgBin("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]);
   const url = `postgresql://postgres@127.0.0.1:${port}/postgres`;
-  const opts = `-p ${port} -k ${root} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
+  const fast = options.durable === true ? "" : " -c fsync=off -c synchronous_commit=off -c full_page_writes=off";
+  const opts = `-p ${port} -k ${root} -c listen_addresses=127.0.0.1${fast}`;
   const start = async () => {
     pgBin("pg_ctl", ["-D", data, "-o", opts, "-l", join(root, "log"), "-w", "-t", "60", "start"]);
     await waitFor(() => canConnect(url), 30_000, `postgres on ${port}`);

@@ -4,7 +4,10 @@
  * is the ordinary environment (parseConfig), plus:
  * - `TEST_WEBHOOK_CA_FILE`: PEM of an extra CA the webhook client trusts;
  * - `TEST_WEBHOOK_HOSTS`: comma-separated names that resolve to 127.0.0.1 (loopback destinations allowed).
- * Prints one JSON line `{"msg":"serving","port":N}` on stderr once it serves; SIGTERM stops it in order.
+ * Prints one JSON line `{"msg":"serving","port":N}` on stderr once it serves; SIGTERM stops it in order. On SIGUSR2
+ * it collects garbage (when started with `--expose-gc`) and prints `{"msg":"memory","seq":n,...}` with
+ * `process.memoryUsage()` in bytes, so a fault test can compare memory at the same point of GC. When the feed ends
+ * (a scenario completes) it prints `{"msg":"feed ended"}` and keeps running.
  */
 import { readFileSync } from "node:fs";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
@@ -15,6 +18,14 @@ const hosts = new Set((process.env["TEST_WEBHOOK_HOSTS"] ?? "").split(",").filte
 const caFile = process.env["TEST_WEBHOOK_CA_FILE"];
 const config = parseConfig(process.env);
 const line = (o: Record<string, unknown>): void => void process.stderr.write(`${JSON.stringify(o)}\n`);
+let memorySeq = 0;
+process.on("SIGUSR2", () => {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  // Twice: the first pass may only free what finalizers then release.
+  gc?.();
+  gc?.();
+  line({ msg: "memory", seq: ++memorySeq, gc: gc !== undefined, ...process.memoryUsage() });
+});
 const service = await startService(config, loadShippedCatalog(), {
   log: (level, msg, fields) => {
     if (level !== "debug") line({ level, msg, ...fields });
@@ -24,6 +35,8 @@ const service = await startService(config, loadShippedCatalog(), {
     ...(caFile === undefined ? {} : { ca: readFileSync(caFile, "utf8") }),
     allowLoopback: true,
   },
+  // A scenario feed's end is announced (the service keeps running: pending dwells still commit on its clock).
+  onFeedEnd: (error) => line({ msg: "feed ended", ...(error === null ? {} : { error: String(error) }) }),
 });
 line({ msg: "serving", port: service.api.port });
 process.once("SIGTERM", () => {
