@@ -127,6 +127,8 @@ export interface Config {
   /** Public base URL of this API, used for webhook events' `evidence_url`. Default `http://localhost:<PORT>`. */
   readonly webhookBaseUrl: string;
   readonly sources: SourcesConfig;
+  /** Market-wide Kamino obligations for the advisory loop-exposure figures; null (default): simulated positions. */
+  readonly kaminoPositionsUrl: string | null;
   /**
    * Lifecycle entry of the methodology this build implements (interface 2.12), from the registry file named by
    * `METHODOLOGY_REGISTRY` or, unset, the shipped `src/methodology/registry.json`. Served at /v1/methodology/current;
@@ -196,6 +198,7 @@ export const CONFIG_VARIABLES = [
   { name: "ANCHOR_DAILY_BUDGET", default: "100", secret: false, description: "On-chain commits per UTC day, integer 0-100000; transitions past it are not_applicable (cost-gated)." },
   { name: "ROLE", default: "all", secret: false, description: "Parts this process runs: all (everything, one process), engine (intake and the actors of the assets it leases in NATS KV, projectors, webhook delivery; no HTTP) or api (HTTP and WebSocket; no actors). See docs/scaling.md." },
   { name: "NATS_REPLICAS", default: "1", secret: false, description: "JetStream replicas of the streams and KV buckets, integer 1-5; 3 on a three-node nats-server cluster." },
+  { name: "KAMINO_POSITIONS_URL", default: null, secret: false, description: "Base URL serving Kamino lending obligations market-wide (`<url>/kamino-market/<market>/obligations`, Kamino's obligation JSON) for the advisory loop-exposure figures. Unset: simulated lending positions." },
   { name: "METHODOLOGY_REGISTRY", default: null, secret: false, description: "Path to a methodology lifecycle registry (JSON, the shape of src/methodology/registry.json) that replaces the shipped one, e.g. to mark this build's version deprecated or broken (docs/methodology-lifecycle.md). Unset: the shipped registry." },
 ] as const satisfies readonly ConfigVariable[];
 
@@ -304,6 +307,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
       sanctumApiUrl: read("SANCTUM_API_URL", parseHttpUrl, "https://sanctum-api.ironforge.network"),
       solanaRpcUrl: read("SOLANA_RPC_URL", parseHttpUrl, "https://api.mainnet-beta.solana.com"),
     },
+    kaminoPositionsUrl: read("KAMINO_POSITIONS_URL", parseHttpUrl),
     methodology: read("METHODOLOGY_REGISTRY", parseMethodologyRegistry, ownRelease(SHIPPED_REGISTRY)),
     anchor: {
       enabled: env["SOLANA_RPC_URL"] !== undefined && env["SOLANA_RPC_URL"].trim() !== "",

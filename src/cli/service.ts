@@ -33,7 +33,7 @@ import { transitionLine } from "../streams/replay.ts";
 import { scenarioFeed } from "../streams/scenario-feed.ts";
 import { simulatedLegs } from "../streams/sim-legs.ts";
 import { simulatedMarket } from "../streams/sim.ts";
-import { PositionsBook, simulatedPositions } from "../streams/positions/index.ts";
+import { kaminoPositions, PositionsBook, simulatedPositions } from "../streams/positions/index.ts";
 import { Dispatcher, dispatchHandler, openKeyRing, serveKeyAdmin, startDeliveryWorker, type DeliveryWorker, type Resolve } from "../delivery/index.ts";
 import { openStore, startRetention, type Store } from "../store/index.ts";
 import { startAnchoring, type AnchorWorker } from "../anchor/index.ts";
@@ -367,7 +367,12 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     };
 
     // Advisory loop exposure: simulated lending positions (same seed as the simulated market), refreshed every minute.
-    const positions = runsApi ? new PositionsBook({ sources: [simulatedPositions({ assets: catalog.active, seed: config.simSeed })], clock, log }) : null;
+    // The advisory figures' lending positions: Kamino's obligations when KAMINO_POSITIONS_URL is set, else simulated.
+    const positionSource =
+      config.kaminoPositionsUrl === null
+        ? simulatedPositions({ assets: catalog.active, seed: config.simSeed })
+        : kaminoPositions({ baseUrl: config.kaminoPositionsUrl });
+    const positions = runsApi ? new PositionsBook({ sources: [positionSource], clock, log }) : null;
     await positions?.start();
     undo.push(async () => positions?.stop());
 

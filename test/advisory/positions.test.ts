@@ -18,49 +18,12 @@ import {
   type PositionSourceStats,
 } from "../../src/streams/positions/index.ts";
 import { startServer, type TestServer } from "../live/server.ts";
+import { OBLIGATION, OWNER, SOL, obligation } from "./kamino-fixture.ts";
 
 const catalog = loadShippedCatalog();
 const JITOSOL = catalog.bySymbol("jitoSOL")!.mint;
 const USDC = catalog.bySymbol("USDC")!.mint;
-const SOL = "So11111111111111111111111111111111111111112";
-const OWNER = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM";
-const OBLIGATION = "3HdrCvoJ91bwgVTejdDXfguo6S2A9jjUkBR5fasq4WhB";
 const MODEL_KEYS = ["collateral_mint", "collateral_usd", "debt_usd", "liquidation_threshold", "protocol"];
-
-/** One obligation as Kamino's API serialises it (values are decimal strings). */
-function obligation(o: { deposits: [string, string][]; borrows: [string, string][]; liquidationLtv: string; adjustedDebt?: string }): unknown {
-  const debt = o.borrows.reduce((s, [, v]) => s + Number(v), 0);
-  return {
-    obligationAddress: OBLIGATION,
-    state: {
-      tag: "0",
-      lendingMarket: KAMINO_MAIN_MARKET,
-      owner: OWNER,
-      deposits: o.deposits.map(([mint]) => ({ depositReserve: mint, depositedAmount: "1", marketValueSf: "1" })),
-      borrows: [],
-      referrer: "11111111111111111111111111111111",
-    },
-    refreshedStats: {
-      leverage: "3.1",
-      borrowLimit: "0",
-      loanToValue: "0.8",
-      liquidationLtv: o.liquidationLtv,
-      netAccountValue: "0",
-      userTotalBorrow: String(debt),
-      userTotalDeposit: "0",
-      borrowUtilization: "0.9",
-      borrowLiquidationLimit: "0",
-      userTotalCollateralDeposit: "0",
-      userTotalLiquidatableDeposit: "0",
-      potentialElevationGroupUpdate: 0,
-      userTotalBorrowBorrowFactorAdjusted: o.adjustedDebt ?? String(debt),
-    },
-    deposits: o.deposits.map(([mintAddress, v]) => ({ mintAddress, amount: "1000000000", marketValueRefreshed: v })),
-    borrows: o.borrows.map(([mintAddress, v]) => ({ mintAddress, amount: "1000000000", marketValueRefreshed: v })),
-    obligationTag: 1,
-    humanTag: "Multiply",
-  };
-}
 
 const PAYLOAD = [
   obligation({ deposits: [[JITOSOL, "1000"]], borrows: [[SOL, "850"]], liquidationLtv: "0.9" }),
