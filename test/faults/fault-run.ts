@@ -53,6 +53,20 @@ export interface Outage {
   readonly to: number;
 }
 
+/**
+ * One outage of a dependency the test runs: `stop` it, keep it down `ms`, `start` it again, then wait until the
+ * service's `/readyz` answers 200. Returns the outage (from the stop to the restart).
+ */
+export async function outage(ctx: FaultContext, what: string, stop: () => Promise<void>, ms: number, start: () => Promise<void>): Promise<Outage> {
+  const from = Date.now();
+  await stop();
+  await sleep(ms);
+  const to = Date.now();
+  await start();
+  await ctx.readyAgain(to);
+  return { what, from, to };
+}
+
 export interface FaultContext {
   /** The service process running now. */
   service(): ServiceProcess;

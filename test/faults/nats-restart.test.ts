@@ -11,7 +11,7 @@ import { afterAll, beforeAll, it } from "vitest";
 import { startReceiver, type Receiver } from "../delivery/receiver.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { freePort, sleep } from "../support/ports.ts";
-import { runFaultTest, type Outage } from "./fault-run.ts";
+import { outage, runFaultTest } from "./fault-run.ts";
 import { HOOK_PATHS } from "./harness.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "peg-faults-nats-"));
@@ -40,20 +40,10 @@ it("survives nats-server being killed and restarted mid-burst", async () => {
     rx,
     hookPaths: [HOOK_PATHS.ok, HOOK_PATHS.status500],
     inject: async (ctx) => {
-      const outages: Outage[] = [];
-      const down = async (what: string, how: () => Promise<void>, ms: number) => {
-        const from = Date.now();
-        await how();
-        await sleep(ms);
-        const to = Date.now();
-        await nats.start();
-        outages.push({ what, from, to });
-        await ctx.readyAgain(to);
-      };
-      await down("nats-server killed", () => nats.kill(), 4_000);
+      const restart = () => nats.start();
+      const first = await outage(ctx, "nats-server killed", () => nats.kill(), 4_000, restart);
       await sleep(3_000);
-      await down("nats-server stopped", () => nats.stop(), 3_000);
-      return outages;
+      return [first, await outage(ctx, "nats-server stopped", () => nats.stop(), 3_000, restart)];
     },
   });
 }, 400_000);

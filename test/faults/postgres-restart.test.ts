@@ -12,7 +12,7 @@ import { startReceiver, type Receiver } from "../delivery/receiver.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { freePort, sleep } from "../support/ports.ts";
-import { runFaultTest, type Outage } from "./fault-run.ts";
+import { outage, runFaultTest } from "./fault-run.ts";
 import { HOOK_PATHS } from "./harness.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "peg-faults-pg-"));
@@ -45,20 +45,10 @@ it("survives PostgreSQL being stopped and crashed mid-burst", async () => {
     rx,
     hookPaths: [HOOK_PATHS.ok, HOOK_PATHS.status503],
     inject: async (ctx) => {
-      const outages: Outage[] = [];
-      const down = async (what: string, how: () => Promise<void>, ms: number) => {
-        const from = Date.now();
-        await how();
-        await sleep(ms);
-        const to = Date.now();
-        await pg.start();
-        outages.push({ what, from, to });
-        await ctx.readyAgain(to);
-      };
-      await down("PostgreSQL stopped", () => pg.stop(), 4_000);
+      const restart = () => pg.start();
+      const first = await outage(ctx, "PostgreSQL stopped", () => pg.stop(), 4_000, restart);
       await sleep(3_000);
-      await down("PostgreSQL crashed", () => pg.kill(), 3_000);
-      return outages;
+      return [first, await outage(ctx, "PostgreSQL crashed", () => pg.kill(), 3_000, restart)];
     },
   });
 }, 400_000);
