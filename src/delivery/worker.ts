@@ -40,6 +40,13 @@ import { attemptId, DELIVERY_SUBJECT_PREFIX, parseAnyWork, publishTelegramWork, 
 
 export const WORKER_DURABLE = "webhook-worker";
 
+/**
+ * 20 s (ns). An attempt takes at most 5 s plus its records; a longer one is redelivered and waits for the first
+ * (`attempting`). Short because a message delivered to a process as it stops (e.g. the follow-up an in-flight attempt
+ * publishes during a graceful shutdown) stays unacknowledged until this runs out: it then goes to the next process.
+ */
+const WORKER_ACK_WAIT_NS = 20_000_000_000;
+
 export interface WorkerOptions {
   readonly nc: NatsConnection;
   readonly jsm: JetStreamManager;
@@ -83,8 +90,9 @@ export async function startDeliveryWorker(o: WorkerOptions): Promise<DeliveryWor
   const limit = o.concurrency ?? 16;
   const stats = { attempts: 0, delivered: 0, failed: 0, deadLettered: 0, telegram: { attempts: 0, delivered: 0, deadLettered: 0 } };
   const stream = "PEG_DELIVERIES";
+  let existing;
   try {
-    await o.jsm.consumers.info(stream, WORKER_DURABLE);
+    existing = await o.jsm.consumers.info(stream, WORKER_DURABLE);
   } catch {
     await o.jsm.consumers.add(stream, {
       durable_name: WORKER_DURABLE,
@@ -93,8 +101,11 @@ export async function startDeliveryWorker(o: WorkerOptions): Promise<DeliveryWor
       filter_subject: `${DELIVERY_SUBJECT_PREFIX}>`,
       // Waiting attempts sit NAK'ed with a delay and count as pending: room for many.
       max_ack_pending: 20_000,
-      ack_wait: 60_000_000_000, // 60 s (ns): an attempt takes at most 5 s
+      ack_wait: WORKER_ACK_WAIT_NS,
     });
+  }
+  if (existing !== undefined && existing.config.ack_wait !== WORKER_ACK_WAIT_NS) {
+    await o.jsm.consumers.update(stream, WORKER_DURABLE, { ack_wait: WORKER_ACK_WAIT_NS });
   }
   const js = jetstream(o.nc);
   const consumer = await js.consumers.get(stream, WORKER_DURABLE);
