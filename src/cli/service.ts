@@ -372,7 +372,8 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       config.kaminoPositionsUrl === null
         ? simulatedPositions({ assets: catalog.active, seed: config.simSeed })
         : kaminoPositions({ baseUrl: config.kaminoPositionsUrl });
-    const positions = runsApi ? new PositionsBook({ sources: [positionSource], clock, log }) : null;
+    // Wall-clock time: lending positions are polled in real time, whatever clock a scenario replays on.
+    const positions = runsApi ? new PositionsBook({ sources: [positionSource], clock: baseClock, log }) : null;
     await positions?.start();
     undo.push(async () => positions?.stop());
 

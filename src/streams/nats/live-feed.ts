@@ -95,19 +95,20 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: { 
   };
   // Watchdog: an ordered consumer is a single-replica ephemeral consumer; when the cluster node holding it dies, the
   // client may wait for it forever without noticing. When the stream has moved past what was delivered and nothing
-  // arrived for STALL_MS, the consumer is dropped and a new one continues after the last sequence delivered.
+  // arrived for STALL_MS (monotonic time), the consumer is dropped and a new one continues after the last sequence
+  // delivered.
   const jsm = await jetstreamManager(nc);
-  let progressAt = Date.now();
+  let progressAt = performance.now();
   let checking = false;
   const watchdog = setInterval(() => {
-    if (stopped || checking || Date.now() - progressAt < STALL_MS) return;
+    if (stopped || checking || performance.now() - progressAt < STALL_MS) return;
     checking = true;
     void jsm.streams
       .info(TOPOLOGY.transitions.stream)
       .then(async (i) => {
-        if (stopped || i.state.last_seq <= lastSeq || Date.now() - progressAt < STALL_MS) return;
+        if (stopped || i.state.last_seq <= lastSeq || performance.now() - progressAt < STALL_MS) return;
         log("warn", "live feed: the transitions consumer stalled; re-creating it", { after_seq: lastSeq, stream_last_seq: i.state.last_seq });
-        progressAt = Date.now();
+        progressAt = performance.now();
         await Promise.race([messages.close(), new Promise((r) => setTimeout(r, 2_000))]);
       })
       .catch(() => {})
@@ -122,7 +123,7 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: { 
       }
     })().catch(() => {});
     for await (const m of messages) {
-      progressAt = Date.now();
+      progressAt = performance.now();
       if (m.seq <= lastSeq) continue;
       lastSeq = m.seq;
       try {
