@@ -3,17 +3,15 @@
  * a registry that marks 1.0.0 broken stops the start with exit 1 and a message naming fix_url, before any database,
  * NATS store or port is opened; a deprecated 1.0.0 starts, logs one warning line and serves its status.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { SHIPPED_REGISTRY, ownRelease, type MethodologyRelease } from "../src/methodology/index.ts";
 import { startNats, type TestNats } from "./support/nats.ts";
 import { freePort } from "./support/ports.ts";
+import { spawnServe, type ServeProcess } from "./support/serve.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const dirs: string[] = [];
 let nats: TestNats | undefined;
 
@@ -37,39 +35,7 @@ function registry(dir: string, versions: readonly MethodologyRelease[]): string 
 const own = (over: Partial<MethodologyRelease>): MethodologyRelease => ({ ...ownRelease(SHIPPED_REGISTRY), ...over });
 const FIX = "docs/methodology-lifecycle.md#when-a-version-is-broken";
 
-interface Run {
-  readonly proc: ChildProcess;
-  readonly exit: Promise<number | null>;
-  err(): string;
-  /** Resolves when stderr has a line containing `text`. */
-  waitFor(text: string): Promise<void>;
-}
-
-function serve(env: Record<string, string>): Run {
-  const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
-    cwd: ROOT,
-    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", FEED: "sim", ...env },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let err = "";
-  const waiters: { text: string; resolve: () => void }[] = [];
-  proc.stderr?.on("data", (c: Buffer) => {
-    err += c.toString();
-    for (const w of waiters) if (err.includes(w.text)) w.resolve();
-  });
-  const exit = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
-  return {
-    proc,
-    exit,
-    err: () => err,
-    waitFor: (text) =>
-      new Promise<void>((resolve, reject) => {
-        if (err.includes(text)) return resolve();
-        waiters.push({ text, resolve });
-        void exit.then((code) => reject(new Error(`exited ${String(code)} before "${text}":\n${err.slice(-2000)}`)));
-      }),
-  };
-}
+const serve = (env: Record<string, string>): ServeProcess => spawnServe({ FEED: "sim", ...env });
 
 const lines = (text: string): Record<string, unknown>[] =>
   text
@@ -83,8 +49,8 @@ describe("serve and the methodology lifecycle", () => {
     const path = registry(tempDir("peg-reg-"), [own({ status: "broken", status_reason: "receipt hash omits the catalog entry", fix_url: FIX })]);
     // No NATS_URL and no DATABASE_URL: starting would create DATA_DIR/nats and DATA_DIR/pg.
     const run = serve({ DATA_DIR: data, PORT: String(await freePort()), METHODOLOGY_REGISTRY: path });
-    expect(await run.exit, run.err()).toBe(1);
-    const logged = lines(run.err());
+    expect(await run.exited, run.stderr()).toBe(1);
+    const logged = lines(run.stderr());
     expect(logged).toHaveLength(1);
     expect(logged[0]).toMatchObject({ level: "error", methodology: "1.0.0", status: "broken", superseded_by: null, fix_url: FIX });
     expect(logged[0]!["msg"]).toBe(
@@ -97,8 +63,8 @@ describe("serve and the methodology lifecycle", () => {
     const data = tempDir("peg-badreg-");
     const path = registry(tempDir("peg-reg-"), [own({ status: "broken", status_reason: "bug", fix_url: "https://example.com/fix" })]);
     const run = serve({ DATA_DIR: data, PORT: String(await freePort()), METHODOLOGY_REGISTRY: path });
-    expect(await run.exit, run.err()).toBe(2);
-    expect(run.err()).toContain(`METHODOLOGY_REGISTRY="${path}": invalid methodology registry: versions[0].fix_url: a broken version needs a link`);
+    expect(await run.exited, run.stderr()).toBe(2);
+    expect(run.stderr()).toContain(`METHODOLOGY_REGISTRY="${path}": invalid methodology registry: versions[0].fix_url: a broken version needs a link`);
     expect(readdirSync(data)).toEqual([]);
   }, 60_000);
 
@@ -114,7 +80,7 @@ describe("serve and the methodology lifecycle", () => {
     const run = serve({ DATA_DIR: data, PORT: String(port), HOST: "127.0.0.1", NATS_URL: nats.url, METHODOLOGY_REGISTRY: path });
     try {
       await run.waitFor('"msg":"serving"');
-      const logged = lines(run.err());
+      const logged = lines(run.stderr());
       const warnings = logged.filter((l) => String(l["msg"]).includes("deprecated"));
       expect(warnings).toEqual([
         {
@@ -145,6 +111,6 @@ describe("serve and the methodology lifecycle", () => {
     } finally {
       run.proc.kill("SIGTERM");
     }
-    expect(await run.exit, run.err().slice(-2000)).toBe(0);
+    expect(await run.exited, run.stderr().slice(-2000)).toBe(0);
   }, 90_000);
 });

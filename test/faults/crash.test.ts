@@ -5,11 +5,9 @@
  * the uninterrupted offline replay (so no transition was lost, duplicated or invented, and every dwell committed at
  * its own deadline), and every stored receipt verifies.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { loadScenario } from "../../src/cli/scenario-files.ts";
@@ -20,9 +18,9 @@ import { openStore } from "../../src/store/index.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { freePort } from "../support/ports.ts";
+import { spawnServe, type ServeProcess } from "../support/serve.ts";
 import { jetStreamTransitions, storedAlertIds } from "./invariants.ts";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SCENARIO = "transition-burst";
 const SPEED = "40";
 const KILLS = 3;
@@ -33,29 +31,7 @@ const expected = replayScenario(loadScenario(SCENARIO), {
   gitSha: "",
 }).receipts;
 
-interface Run {
-  proc: ChildProcess;
-  exited: Promise<number | null>;
-  serving: Promise<void>;
-  stderr: () => string;
-}
-
-function serve(env: Record<string, string>): Run {
-  const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
-    cwd: ROOT,
-    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", FEED: `scenario:${SCENARIO}`, SCENARIO_SPEED: SPEED, LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let err = "";
-  let onServing: () => void = () => {};
-  const serving = new Promise<void>((r) => (onServing = r));
-  proc.stderr?.on("data", (c: Buffer) => {
-    err += c.toString();
-    if (err.includes('"msg":"serving"')) onServing();
-  });
-  const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
-  return { proc, exited, serving, stderr: () => err };
-}
+const serve = (env: Record<string, string>): ServeProcess => spawnServe({ FEED: `scenario:${SCENARIO}`, SCENARIO_SPEED: SPEED, ...env });
 
 describe.each(["postgres", "pglite"] as const)("kill -9 during a burst of transitions (%s)", (backend) => {
   let nats: TestNats;
@@ -83,7 +59,7 @@ describe.each(["postgres", "pglite"] as const)("kill -9 during a burst of transi
     const logs: string[] = [];
     for (let k = 0; k < KILLS; k++) {
       const run = serve(env);
-      await Promise.race([run.serving, run.exited.then((c) => Promise.reject(new Error(`service exited early (${c}): ${run.stderr()}`)))]);
+      await run.started();
       // Kill at a random point while transitions are being decided and published.
       await new Promise((r) => setTimeout(r, 3_000 + Math.random() * 9_000));
       run.proc.kill("SIGKILL");

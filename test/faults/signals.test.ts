@@ -2,16 +2,14 @@
  * Shutdown by signal (docs/lifecycle.md): SIGTERM runs the ordered shutdown and exits 0 with every step done; a second
  * signal during shutdown exits at once with 130.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { freePort } from "../support/ports.ts";
+import { spawnServe, type ServeProcess } from "../support/serve.ts";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 let nats: TestNats;
 const dirs: string[] = [];
 
@@ -23,24 +21,10 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function start(): Promise<{ proc: ChildProcess; err: () => string; serving: Promise<void>; exit: Promise<number | null> }> {
-  const port = String(await freePort());
+async function start(): Promise<ServeProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), "peg-signals-"));
   dirs.push(dataDir);
-  const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
-    cwd: ROOT,
-    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", DATA_DIR: dataDir, NATS_URL: nats.url, FEED: "sim", PORT: port },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let err = "";
-  let ready: () => void = () => {};
-  const serving = new Promise<void>((r) => (ready = r));
-  proc.stderr?.on("data", (c: Buffer) => {
-    err += c.toString();
-    if (err.includes('"msg":"serving"')) ready();
-  });
-  const exit = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
-  return { proc, err: () => err, serving, exit };
+  return spawnServe({ DATA_DIR: dataDir, NATS_URL: nats.url, FEED: "sim", PORT: String(await freePort()) });
 }
 
 it("SIGTERM shuts down in order and exits 0", async () => {
@@ -48,8 +32,8 @@ it("SIGTERM shuts down in order and exits 0", async () => {
   await s.serving;
   await new Promise((r) => setTimeout(r, 1500)); // let samples flow
   s.proc.kill("SIGTERM");
-  expect(await s.exit, s.err().slice(-2000)).toBe(0);
-  const msgs = s.err().split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg);
+  expect(await s.exited, s.stderr().slice(-2000)).toBe(0);
+  const msgs = s.stderr().split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg);
   const i = msgs.indexOf("shutting down");
   expect(i).toBeGreaterThan(-1);
   expect(msgs.slice(i)).toEqual(["shutting down", "stopped"]);
@@ -63,6 +47,6 @@ it("a second signal during shutdown exits at once with 130", async () => {
   // only milliseconds.
   s.proc.kill("SIGINT");
   s.proc.kill("SIGTERM");
-  expect(await s.exit, s.err().slice(-1500)).toBe(130);
-  expect(s.err()).toMatch(/second signal: exiting at once/);
+  expect(await s.exited, s.stderr().slice(-1500)).toBe(130);
+  expect(s.stderr()).toMatch(/second signal: exiting at once/);
 }, 60_000);

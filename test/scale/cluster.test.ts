@@ -11,7 +11,6 @@
  * every transition once and in order, and a watch of the lease bucket saw no asset change owner before its lease
  * expired. The measured times are printed as one JSON line (`SCALE-OUT`) for docs/scaling.md.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,6 +30,7 @@ import { openStore } from "../../src/store/index.ts";
 import { startNatsCluster, type TestNatsCluster } from "../support/nats-cluster.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { freePort, sleep, waitFor } from "../support/ports.ts";
+import { spawnServe, type ServeProcess } from "../support/serve.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SCENARIO = "transition-burst";
@@ -45,48 +45,6 @@ const scenarioMints = new Set(assets.map((a) => a.mint));
 const mints = catalog.active.map((a) => a.mint);
 // The engines keep running after the last sample, so dwells pending then commit too: replay past every deadline.
 const expected = replayScenario({ ...scenario, until: lastTs + 10 * 60_000 }, { resolve: (s) => catalog.bySymbol(s), gitSha: "" }).receipts;
-
-interface Proc {
-  readonly name: string;
-  readonly proc: ChildProcess;
-  readonly exited: Promise<number | null>;
-  readonly serving: Promise<void>;
-  readonly lines: () => Record<string, unknown>[];
-  readonly stderr: () => string;
-}
-
-function serve(name: string, env: Record<string, string>): Proc {
-  const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
-    cwd: ROOT,
-    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let err = "";
-  let onServing: () => void = () => {};
-  const serving = new Promise<void>((r) => (onServing = r));
-  proc.stderr?.on("data", (c: Buffer) => {
-    err += c.toString();
-    if (err.includes('"msg":"serving"')) onServing();
-  });
-  const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
-  const lines = () =>
-    err.split("\n").flatMap((l) => {
-      try {
-        return [JSON.parse(l) as Record<string, unknown>];
-      } catch {
-        return [];
-      }
-    });
-  return { name, proc, exited, serving, lines, stderr: () => err };
-}
-
-async function started(p: Proc): Promise<void> {
-  await Promise.race([
-    p.serving,
-    p.exited.then((c) => Promise.reject(new Error(`${p.name} exited early (${c}): ${p.stderr().slice(-3000)}`))),
-    sleep(90_000).then(() => Promise.reject(new Error(`${p.name} did not start: ${p.stderr().slice(-3000)}`))),
-  ]);
-}
 
 type Msg = Record<string, unknown> & { type: string };
 
@@ -112,7 +70,7 @@ class Client {
 let cluster: TestNatsCluster;
 let pg: TestPostgres;
 let databaseUrl: string;
-const procs: Proc[] = [];
+const procs: ServeProcess[] = [];
 const dirs: string[] = [];
 
 beforeAll(async () => {
@@ -161,12 +119,12 @@ describe("scale-out on a three-node NATS cluster", () => {
     };
     const apiPorts = [await freePort(), await freePort()];
     // The first API process creates the schema, the topology (replicas 3) and the webhook signing key alone.
-    const api1 = serve("api-1", env("api", apiPorts[0]));
+    const api1 = spawnServe(env("api", apiPorts[0]), { name: "api-1" });
     procs.push(api1);
-    await started(api1);
-    const api2 = serve("api-2", env("api", apiPorts[1]));
+    await api1.started();
+    const api2 = spawnServe(env("api", apiPorts[1]), { name: "api-2" });
     procs.push(api2);
-    await started(api2);
+    await api2.started();
     const clients = apiPorts.flatMap((port, i) => [new Client(`api-${i + 1}/a`, `ws://127.0.0.1:${port}/v1/ws`), new Client(`api-${i + 1}/b`, `ws://127.0.0.1:${port}/v1/ws`)]);
 
     const nc = await connect({ servers: cluster.urls.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
@@ -180,11 +138,11 @@ describe("scale-out on a three-node NATS cluster", () => {
       }
     })();
 
-    const engine1 = serve("engine-1", env("engine"));
-    const engine2 = serve("engine-2", env("engine"));
+    const engine1 = spawnServe(env("engine"), { name: "engine-1" });
+    const engine2 = spawnServe(env("engine"), { name: "engine-2" });
     procs.push(engine1, engine2);
-    await Promise.all([started(engine1), started(engine2)]);
-    const engineId = (p: Proc) => String(p.lines().find((l) => l["msg"] === "serving")?.["engine"]);
+    await Promise.all([engine1.started(), engine2.started()]);
+    const engineId = (p: ServeProcess) => String(p.lines().find((l) => l["msg"] === "serving")?.["engine"]);
     const ids = [engineId(engine1), engineId(engine2)];
 
     // Balanced: ceil(N / 2) and the rest, every asset leased once.
