@@ -7,8 +7,6 @@
  * per-asset price variants around the peg, with rare excursions, so the band machines see realistic traffic: mostly
  * steady PEGGED recomputes, occasional candidates and dwell timers armed and cancelled.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
 import { performance } from "node:perf_hooks";
 import { ActorHost, type HostAsset } from "../src/actors/index.ts";
 import { base58Encode, loadShippedCatalog } from "../src/catalog/index.ts";
@@ -21,6 +19,7 @@ import {
   type AssetState,
   type Sample,
 } from "../src/methodology/index.ts";
+import { machineDescription, writeSection } from "./report.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error("run with node --expose-gc (npm run bench:engine does)");
@@ -173,8 +172,7 @@ for (const n of [1_000, 10_000]) {
 const mem = benchMemory(10_000);
 console.log(`heap per actor (10,000 actors): cold ${fmt(mem.cold)} B, warm ${fmt(mem.warm)} B`);
 
-const cpu = cpus()[0]?.model ?? "unknown CPU";
-const machine = `${cpu}, ${cpus().length} cores visible, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}, ${process.platform}-${process.arch}`;
+const machine = machineDescription();
 const section = `<!-- engine:start -->
 ## Engine: methodology + band machines (one core)
 
@@ -199,10 +197,4 @@ Heap per idle actor (10,000 actors, after forced GC): **${fmt(mem.cold)} B** bef
 Targets (issue 2): at least 50,000 samples/s per core and at most 8 KB per actor.
 <!-- engine:end -->`;
 
-const path = new URL("../docs/benchmarks.md", import.meta.url);
-const header = "# Benchmarks\n\nEvery number here is written by a benchmark script in `bench/`; rerun it to refresh its section.\n\n";
-let doc = existsSync(path) ? readFileSync(path, "utf8") : header;
-if (doc.includes("<!-- engine:start -->")) doc = doc.replace(/<!-- engine:start -->[\s\S]*<!-- engine:end -->/, section);
-else doc = `${doc.trimEnd()}\n\n${section}\n`;
-writeFileSync(path, doc);
-console.log("wrote docs/benchmarks.md");
+writeSection("engine", section);

@@ -19,9 +19,10 @@
  * child with --cpu-prof into dir), BENCH_PIN=0 (do not pin the server and wrk to separate cores).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
+import { readFileSync } from "node:fs";
+import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
+import { machineDescription, writeSection } from "./report.ts";
 
 type Kind = "uws" | "fastify";
 
@@ -319,7 +320,7 @@ async function main(): Promise<void> {
     return `- \`GET ${t.path}\`: ${parts.join("; ")}.`;
   };
   const allOk = table.every((t) => t.rpsOk && t.p99Ok);
-  const machine = `${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores visible, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}, ${process.platform}-${process.arch}`;
+  const machine = machineDescription();
   const us = (x: number) => x.toFixed(0);
   const rounds = (rs: readonly WrkResult[]) => rs.map((r) => fmt(r.requestsPerSec)).join(" / ");
   const section = `<!-- http:start -->
@@ -364,12 +365,7 @@ ${table.map((t) => `| \`GET ${t.path}\` | ${us(t.sUs)} µs | ${us(t.uUs)} µs | 
     console.log(`profiled run (uWS child under --cpu-prof, profiles in ${profileDir}): docs/benchmarks.md left as it was`);
     return;
   }
-  const docPath = new URL("../docs/benchmarks.md", import.meta.url);
-  let doc = existsSync(docPath) ? readFileSync(docPath, "utf8") : "# Benchmarks\n";
-  if (doc.includes("<!-- http:start -->")) doc = doc.replace(/<!-- http:start -->[\s\S]*<!-- http:end -->/, section);
-  else doc = `${doc.trimEnd()}\n\n${section}\n`;
-  writeFileSync(docPath, doc);
-  console.log("wrote docs/benchmarks.md");
+  writeSection("http", section);
 }
 
 if (process.argv[2] === "serve") {

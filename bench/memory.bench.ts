@@ -11,13 +11,12 @@
  * reading over N.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
 import { ActorHost } from "../src/actors/index.ts";
 import { SimulatedClock } from "../src/clock.ts";
 import { SimMarketModel } from "../src/streams/sim-model.ts";
 import { syntheticCatalog } from "./synthetic.ts";
+import { loadAverage, machineDescription, writeSection } from "./report.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error("run with node --expose-gc (npm run bench:memory does)");
@@ -82,7 +81,7 @@ if (childArg >= 0) {
 
 const counts = (process.env["BENCH_MEMORY_ASSETS"] ?? "1000,10000,50000").split(",").map(Number);
 const self = fileURLToPath(import.meta.url);
-const load = loadavg().map((l) => l.toFixed(2)).join(" ");
+const load = loadAverage();
 const results: ChildResult[] = [];
 for (const n of counts) {
   const r = spawnSync(process.execPath, ["--expose-gc", "--max-semi-space-size=64", "--import", "tsx", self, "--child", String(n)], {
@@ -95,7 +94,7 @@ for (const n of counts) {
   const per = (x: Reading) => `heap ${Math.round((x.heap - res.base.heap) / n)} B, rss ${Math.round((x.rss - res.base.rss) / n)} B`;
   console.log(`assets=${n}: created ${per(res.created)}; 1 sample ${per(res.oneSample)}; ${TICKS} samples ${per(res.steady)}`);
 }
-const loadAfter = loadavg().map((l) => l.toFixed(2)).join(" ");
+const loadAfter = loadAverage();
 
 const fmt = (x: number) => Math.round(x).toLocaleString("en-US");
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
@@ -114,7 +113,7 @@ const verdict = results
   })
   .join(" ");
 
-const machine = `${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores visible, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}, ${process.platform}-${process.arch}`;
+const machine = machineDescription();
 const section = `<!-- memory:start -->
 ## Memory per actor
 
@@ -139,10 +138,4 @@ ${rows.join("\n")}
 Target (issue 2): at most 8 KB (8,192 B) of heap per actor. ${verdict}
 <!-- memory:end -->`;
 
-const path = new URL("../docs/benchmarks.md", import.meta.url);
-const header = "# Benchmarks\n\nEvery number here is written by a benchmark script in `bench/`; rerun it to refresh its section.\n\n";
-let doc = existsSync(path) ? readFileSync(path, "utf8") : header;
-if (doc.includes("<!-- memory:start -->")) doc = doc.replace(/<!-- memory:start -->[\s\S]*<!-- memory:end -->/, section);
-else doc = `${doc.trimEnd()}\n\n${section}\n`;
-writeFileSync(path, doc);
-console.log("wrote docs/benchmarks.md");
+writeSection("memory", section);

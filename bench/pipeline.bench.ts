@@ -7,8 +7,6 @@
  * The engine runs on a simulated clock that advances 5 s per round (one sample per asset per round), so dwell windows
  * pass quickly and transitions keep coming while everything else (NATS, PostgreSQL, the projectors) runs in real time.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
 import { performance } from "node:perf_hooks";
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
@@ -21,6 +19,7 @@ import { sampleProjector, transitionProjector, type ProjectorStats } from "../sr
 import { openStore, type Store } from "../src/store/index.ts";
 import { startNats } from "../test/support/nats.ts";
 import { startPostgres } from "../test/support/postgres.ts";
+import { machineDescription, writeSection } from "./report.ts";
 
 const ASSETS = Number(process.env["BENCH_ASSETS"] ?? "200");
 const SECONDS = Number(process.env["BENCH_SECONDS"] ?? "20");
@@ -164,7 +163,7 @@ const result = {
 };
 console.log(JSON.stringify(result));
 
-const machine = `${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores visible, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}`;
+const machine = machineDescription();
 const section = `<!-- pipeline:start -->
 ## Pipeline: source -> band machines -> JetStream -> projectors -> PostgreSQL
 
@@ -191,10 +190,5 @@ and receipt rows being committed.
 |---:|---:|---:|---:|
 | ${fmt(result.pacedRate)} | ${fmt(result.pacedTransitions)} | ${result.p50.toFixed(0)} ms | ${result.p99.toFixed(0)} ms |
 <!-- pipeline:end -->`;
-const path = new URL("../docs/benchmarks.md", import.meta.url);
-let doc = existsSync(path) ? readFileSync(path, "utf8") : "# Benchmarks\n";
-if (doc.includes("<!-- pipeline:start -->")) doc = doc.replace(/<!-- pipeline:start -->[\s\S]*<!-- pipeline:end -->/, section);
-else doc = `${doc.trimEnd()}\n\n${section}\n`;
-writeFileSync(path, doc);
-console.log("wrote docs/benchmarks.md");
+writeSection("pipeline", section);
 process.exit(0);

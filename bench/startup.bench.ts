@@ -13,14 +13,15 @@
  * first 200 from `/readyz`, plus the recovery summary and RSS. Rewrites the "startup" section of docs/benchmarks.md.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, tmpdir, totalmem } from "node:os";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { startNats } from "../test/support/nats.ts";
 import { startPostgres } from "../test/support/postgres.ts";
 import { freePort } from "../test/support/ports.ts";
+import { loadAverage, machineDescription, writeSection } from "./report.ts";
 
 const ASSETS = Number(process.env["BENCH_ASSETS"] ?? "10000");
 const HOLD_MS = Number(process.env["BENCH_HOLD_MS"] ?? "5000");
@@ -84,7 +85,7 @@ async function run(name: string, env: Record<string, string>, mode: "stop" | "ki
   return { name, serving: s, wallMs, stopMs };
 }
 
-const loadBefore = loadavg().map((l) => l.toFixed(2)).join(" ");
+const loadBefore = loadAverage();
 const nats = await startNats();
 const pg = await startPostgres();
 const dataDir = mkdtempSync(join(tmpdir(), "peg-bench-startup-"));
@@ -108,7 +109,7 @@ try {
   await pg.dispose();
   rmSync(dataDir, { recursive: true, force: true });
 }
-const loadAfter = loadavg().map((l) => l.toFixed(2)).join(" ");
+const loadAfter = loadAverage();
 
 const fmt = (x: number | null | undefined) => (x === null || x === undefined || Number.isNaN(x) ? "-" : Math.round(x).toLocaleString("en-US"));
 const rows = runs.map((r) => {
@@ -123,7 +124,7 @@ const notReadyNotes = runs
   .map((r) => `\n"${r.name}": \`/readyz\` did not answer 200 within 120 s of serving; its last answer: "${r.serving.notReady || "none"}".\n`)
   .join("");
 
-const machine = `${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores visible, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}, ${process.platform}-${process.arch}`;
+const machine = machineDescription();
 const section = `<!-- startup:start -->
 ## Start-up and recovery: ${fmt(ASSETS)} synthetic assets
 
@@ -151,10 +152,4 @@ engine keeps up; sample publishes beyond the link's queue are dropped, as design
 slows \`/readyz\` (its checks time out at 2 s) and the ordered stop.
 <!-- startup:end -->`;
 
-const path = new URL("../docs/benchmarks.md", import.meta.url);
-const header = "# Benchmarks\n\nEvery number here is written by a benchmark script in `bench/`; rerun it to refresh its section.\n\n";
-let doc = existsSync(path) ? readFileSync(path, "utf8") : header;
-if (doc.includes("<!-- startup:start -->")) doc = doc.replace(/<!-- startup:start -->[\s\S]*<!-- startup:end -->/, section);
-else doc = `${doc.trimEnd()}\n\n${section}\n`;
-writeFileSync(path, doc);
-console.log("wrote docs/benchmarks.md");
+writeSection("startup", section);

@@ -23,9 +23,9 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { connect as tcpConnect, createServer } from "node:net";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
@@ -33,6 +33,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { loadShippedCatalog } from "../src/catalog/index.ts";
 import { ensureTopology, subjects } from "../src/streams/nats/index.ts";
 import { CLIENTS_PER_ADDRESS, monoMs, type ClientCommand, type ClientImpl, type ClientReply, type WsServerKind, type WsServerStats } from "./ws-common.ts";
+import { loadAverage, machineDescription, writeSection } from "./report.ts";
 
 const env = (k: string, d: string) => process.env[k] ?? d;
 const COUNTS = env("BENCH_WS_CLIENTS", "1000,5000,10000")
@@ -508,8 +509,6 @@ async function runTrial(kind: WsServerKind, count: number, js: JetStreamClient, 
 // ---------------------------------------------------------------------------------------------------------------
 // The report.
 
-const loadAvg = () => (existsSync("/proc/loadavg") ? readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ") : "n/a");
-
 function section(trials: readonly Trial[], natsVersion: string, totalS: number, load: { start: string; end: string }): string {
   const fmt = (x: number) => Math.round(x).toLocaleString("en-US");
   const ms = (x: number) => (Number.isNaN(x) ? "-" : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : fmt(x));
@@ -517,7 +516,7 @@ function section(trials: readonly Trial[], natsVersion: string, totalS: number, 
   const mib = (b: number) => (b / 2 ** 20).toFixed(0);
   const name = (k: WsServerKind) => (k === "uws" ? "uWS" : "`ws`");
   const wsVersion = (JSON.parse(readFileSync(here("../node_modules/ws/package.json"), "utf8")) as { version: string }).version;
-  const machine = `${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores visible, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}, ${process.platform}-${process.arch}`;
+  const machine = machineDescription();
   const rows = [...trials].sort((a, b) => a.clients - b.clients || (a.kind === "uws" ? -1 : 1));
   const counts = [...new Set(trials.map((t) => t.clients))].sort((a, b) => a - b);
   const byKey = new Map(trials.map((t) => [`${t.kind}/${t.clients}`, t]));
@@ -675,7 +674,7 @@ ${why}<!-- ws:end -->`;
 
 async function main(): Promise<void> {
   const tStart = monoMs();
-  const loadStart = loadAvg();
+  const loadStart = loadAverage();
   if (spawnSync("which", ["nats-server"], { stdio: "ignore" }).status !== 0) {
     console.error("nats-server is not installed (Debian package nats-server); see README.md");
     process.exit(1);
@@ -696,15 +695,10 @@ async function main(): Promise<void> {
     await nc?.close().catch(() => {});
     await nats.stop();
   }
-  const text = section(trials, nats.version, (monoMs() - tStart) / 1000, { start: loadStart, end: loadAvg() });
+  const text = section(trials, nats.version, (monoMs() - tStart) / 1000, { start: loadStart, end: loadAverage() });
   console.log(text);
   if (process.env["BENCH_WS_NO_DOC"] === "1") return;
-  const docPath = here("../docs/benchmarks.md");
-  let doc = existsSync(docPath) ? readFileSync(docPath, "utf8") : "# Benchmarks\n";
-  if (doc.includes("<!-- ws:start -->")) doc = doc.replace(/<!-- ws:start -->[\s\S]*<!-- ws:end -->/, () => text);
-  else doc = `${doc.trimEnd()}\n\n${text}\n`;
-  writeFileSync(docPath, doc);
-  console.log("wrote docs/benchmarks.md");
+  writeSection("ws", text);
 }
 
 try {
