@@ -91,16 +91,33 @@ export interface ActorHostOptions {
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
 }
 
-interface Slot {
-  readonly asset: HostAsset;
-  actor: Actor<typeof bandMachine>;
-  lastSkip: SkipReason | null;
+type BandSnapshot = ReturnType<Actor<typeof bandMachine>["getSnapshot"]>;
+
+/**
+ * One asset's actor and what the host keeps about it. The slot is itself the observer of its actor's snapshots (no
+ * per-actor closure): it drains each new outbox, in order, through the host's `deliver`.
+ */
+class Slot {
+  lastSkip: SkipReason | null = null;
   /** The outbox last drained (by identity): each evaluation replaces it with a new array. */
-  drained: readonly BandEmitted[] | null;
-  /** The most recent events, for inspection. */
-  readonly events: EventRing;
+  drained: readonly BandEmitted[] | null = null;
   /** Stopped by `release` (another engine runs the asset) until `restoreAsset`/`activateAsset`. */
-  released: boolean;
+  released = false;
+
+  constructor(
+    readonly asset: HostAsset,
+    public actor: Actor<typeof bandMachine>,
+    /** The most recent events, for inspection. */
+    readonly events: EventRing,
+    readonly deliver: (slot: Slot, e: BandEmitted) => void,
+  ) {}
+
+  next(snapshot: BandSnapshot): void {
+    const outbox = snapshot.context.outbox;
+    if (outbox === this.drained) return;
+    this.drained = outbox;
+    for (const e of outbox) this.deliver(this, e);
+  }
 }
 
 /**
@@ -118,6 +135,8 @@ export class ActorHost {
   readonly #bySymbol = new Map<string, Slot>();
   readonly #byMint = new Map<string, Slot>();
   readonly #events = new Subject<HostEvent>();
+  /** Shared by every slot (one function per host, not one closure per actor). */
+  readonly #deliverTo = (slot: Slot, e: BandEmitted): void => this.#deliver(slot, e);
   #stopped = false;
 
   /** Every published recompute and every transition, in order per asset. Hot; completes on `stop()`. */
@@ -132,7 +151,7 @@ export class ActorHost {
     for (const asset of options.assets) {
       if (this.#bySymbol.has(asset.symbol)) throw new Error(`duplicate asset symbol ${asset.symbol}`);
       if (this.#byMint.has(asset.mint)) throw new Error(`duplicate asset mint ${asset.mint}`);
-      const slot: Slot = { asset, actor: this.#spawn(asset, undefined), lastSkip: null, drained: null, events: new EventRing(this.#eventHistory), released: false };
+      const slot = new Slot(asset, this.#spawn(asset, undefined), new EventRing(this.#eventHistory), this.#deliverTo);
       this.#bySymbol.set(asset.symbol, slot);
       this.#byMint.set(asset.mint, slot);
       this.#wire(slot);
@@ -297,12 +316,7 @@ export class ActorHost {
   /** Drains each new outbox the actor publishes, in order, synchronously (inside `ingest` or the timer callback). */
   #wire(slot: Slot): void {
     slot.drained = slot.actor.getSnapshot().context.outbox;
-    slot.actor.subscribe((snapshot) => {
-      const outbox = snapshot.context.outbox;
-      if (outbox === slot.drained) return;
-      slot.drained = outbox;
-      for (const e of outbox) this.#deliver(slot, e);
-    });
+    slot.actor.subscribe(slot);
   }
 
   #deliver(slot: Slot, e: BandEmitted): void {
