@@ -13,12 +13,13 @@ import {
   EngineLink,
   ensureTopology,
   applyRecovery,
-  readRecoveryStates,
+  readRecovery,
   requestMachineView,
   serveMachineInspection,
   startBatchConsumer,
   startEmbeddedNats,
   natsLeaseStore,
+  RecentAlertIds,
   sharedScenarioNow,
   startPartition,
   TOPOLOGY,
@@ -200,7 +201,8 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       const r = await store.receiptById(latest.id);
       return r === undefined ? null : r.receipt;
     };
-    const recovered = await readRecoveryStates(config.role === "all" ? catalog.active : [], topology, { log, fromStore: latestStoredReceipt });
+    const recoveryRead = await readRecovery(config.role === "all" ? catalog.active : [], topology, { log, fromStore: latestStoredReceipt });
+    const recovered = recoveryRead.states;
     // A resumed scenario feeds each asset only samples it has not applied: after a dwell-timer evaluation at D a
     // sample stamped D is still due (the timer fires first), after a sample evaluation at T none is.
     const resumeAt = new Map<string, number>();
@@ -240,6 +242,8 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     undo.push(() => link.close());
     // Alert ids JetStream acknowledged that the store has not projected yet: /v1/audit/{id} answers 202 for them.
     const pending = new Set<string>();
+    // Alert ids seen on PEG_TRANSITIONS (bounded: the 10,000 most recent), for the same 202 in every API process.
+    const onStream = new RecentAlertIds();
     const acked: Subscription = link.acked$.subscribe((a) => {
       if (pending.size >= 10_000) pending.delete(pending.values().next().value!);
       pending.add(a.receipt.alert_id);
@@ -254,6 +258,23 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       },
     };
 
+    if (config.role === "all") {
+      // ROLE=all uses the engines' fencing token too (docs/scaling.md): the start-up recovery read each asset's last
+      // transition, so every transition is published expecting its predecessor. Nothing else should publish for these
+      // assets, but should something do so (a second ROLE=all process by mistake, a restored stream) the stream stays
+      // one chain per asset: the rejected asset is restored from its last transition in the stream.
+      for (const a of catalog.active) link.fence(a.mint, recoveryRead.transitionSeqs.get(a.mint) ?? 0);
+      link.onConflict(async (mint) => {
+        const asset = catalog.active.find((a) => a.mint === mint);
+        if (asset === undefined) return;
+        const read = await readRecovery([asset], topology, { log, fromStore: latestStoredReceipt, preferTransition: true });
+        link.fence(mint, read.transitionSeqs.get(mint) ?? 0);
+        const r = read.states.get(mint);
+        if (r === undefined) host.activateAsset(mint);
+        else host.restoreAsset(mint, r.state);
+        log("info", "restored asset from the stream after a rejected transition", { asset: asset.symbol, mint, from: r?.source ?? "cold" });
+      });
+    }
     const recovery = applyRecovery(host, config.role === "all" ? catalog.active : [], recovered);
     log("info", "recovered actors", { ...recovery });
     let partition: Partition | null = null;
@@ -388,7 +409,10 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       store,
       natsAlive: () => nc.rtt().then(() => true),
       engineAlive: () => (engineSeen === null ? intakeOpen : engineSeen.alive()),
-      pendingAlert: (id) => pending.has(id),
+      // Pending: acknowledged by this engine (ROLE=all), or seen on PEG_TRANSITIONS by this process's WebSocket feed
+      // (any process serving the API, so an API process knows the transitions the engines published).
+      pendingAlert: (id) => pending.has(id) || onStream.has(id),
+      onStreamTransition: (id) => onStream.add(id),
       nc,
       machine: async (mint) => {
         try {

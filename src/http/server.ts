@@ -17,7 +17,7 @@ import { attachStatic } from "./static-uws.ts";
 import { WsHub } from "./ws/hub.ts";
 import { WS_LIMITS } from "./ws/protocol.ts";
 import { attachWs, uwsTransport } from "./ws/uws.ts";
-import { startLiveFeed, type LiveFeed } from "../streams/nats/index.ts";
+import { startLiveFeed, type LiveFeed, type LiveSink } from "../streams/nats/index.ts";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /** The 24-hour windows and calibration figures are aggregates over thousands of rows: cached briefly. */
@@ -37,6 +37,8 @@ export interface ApiDeps {
   readonly engineAlive: () => boolean;
   /** JetStream acknowledged this alert id and the store has not projected it yet. */
   readonly pendingAlert: (id: string) => boolean;
+  /** Called with each transition the WebSocket feed reads from PEG_TRANSITIONS (back-fill and live), in order. */
+  readonly onStreamTransition?: (alertId: string) => void;
   readonly wsClients?: () => number;
   /** The NATS connection the WebSocket stream is fed from (peg.state.>, PEG_TRANSITIONS); absent: no /v1/ws. */
   readonly nc?: NatsConnection;
@@ -158,7 +160,19 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
     const h = hub;
     const snaps = await base.snapshots().catch(() => new Map<string, never>());
     h.seed([...snaps.values()].map((s) => ({ mint: s.mint, state: s.state, discount: s.discount, at: s.updated_at })));
-    feed = await startLiveFeed(deps.nc, h, {
+    const seen = deps.onStreamTransition;
+    const sink: LiveSink =
+      seen === undefined
+        ? h
+        : {
+            state: (s) => h.state(s),
+            coverFrom: (seq) => h.coverFrom(seq),
+            transition: (t) => {
+              seen(t.alert_id);
+              h.transition(t);
+            },
+          };
+    feed = await startLiveFeed(deps.nc, sink, {
       windowMs: WS_LIMITS.replayWindowMs,
       now: Date.now,
       log: (level, msg, fields) => {

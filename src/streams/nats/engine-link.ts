@@ -1,12 +1,12 @@
 import { Subject, type Observable, type Subscription } from "rxjs";
-import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type PubAck } from "@nats-io/jetstream";
 import type { ActorHost, StateEvent } from "../../actors/index.ts";
 import { assetStateToJSON } from "../../actors/index.ts";
 import type { Receipt } from "../../methodology/index.ts";
 import { sampleMessage, sampleMsgId } from "./messages.ts";
 import { BoundedPublisher } from "./publisher.ts";
 import { SnapshotWriter } from "./snapshots.ts";
-import { subjects, type Topology } from "./topology.ts";
+import { subjects, TOPOLOGY, type Topology } from "./topology.ts";
 
 export type LogFn = (level: "debug" | "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
 
@@ -35,7 +35,10 @@ export interface EngineLinkOptions {
  * - every evaluated sample is published to `peg.sample.<mint>` (best effort: dropped and counted when the queue is
  *   full during an outage) and echoed on core `peg.state.<mint>`;
  * - every transition is published to `peg.transition.<mint>` with `Nats-Msg-Id` = alert id and retried until
- *   JetStream acks it; only then is it emitted on `acked$`;
+ *   JetStream acks it; only then is it emitted on `acked$`. Once `fence(mint, seq)` gave the asset's fencing token
+ *   (the stream sequence of the last transition on its subject), every publish also expects that sequence as the
+ *   subject's last (`Nats-Expected-Last-Subject-Sequence`) and each ack advances it: a publish decided from a state
+ *   that is not the stream's latest is rejected by the server (see `#rejected`);
  * - the actor snapshot goes to KV `peg_actors` (coalesced), never ahead of an unacknowledged transition of its asset:
  *   a crash can lose a decision that was not acked, never record a state whose transition is missing.
  */
@@ -48,8 +51,19 @@ export class EngineLink {
   readonly #acked = new Subject<AckedTransition>();
   readonly #chains = new Map<string, Promise<void>>();
   readonly #deferred = new Map<string, string>();
-  /** Per asset, bumped when its lease is lost: steps queued before that write nothing (scale-out fencing). */
+  /**
+   * Per asset, bumped when its lease is lost or its fencing token was rejected: steps queued before that publish and
+   * write nothing.
+   */
   readonly #epochs = new Map<string, number>();
+  /**
+   * Per asset, the fencing token: the stream sequence of the last transition on `peg.transition.<mint>` as this
+   * engine knows it (0: none). Absent: transitions are published without an expectation (an asset never fenced).
+   */
+  readonly #expected = new Map<string, number>();
+  /** Restores an asset's actor from the stream after its fencing token was rejected (`onConflict`). */
+  #resync: ((mint: string) => Promise<void>) | null = null;
+  readonly #topology: Topology;
   readonly #log: LogFn;
   readonly #maxQueued: number;
   readonly #retryBaseMs: number;
@@ -68,6 +82,7 @@ export class EngineLink {
     options: EngineLinkOptions = {},
   ) {
     this.#host = host;
+    this.#topology = topology;
     this.#nc = nc;
     this.#js = js;
     this.#publisher = new BoundedPublisher(js, options.window ?? 256);
@@ -137,26 +152,55 @@ export class EngineLink {
   }
 
   #onTransition(receipt: Receipt): void {
+    const mint = receipt.mint;
     const payload = JSON.stringify(receipt);
-    const snapshot = this.#deferred.get(receipt.mint);
-    this.#deferred.delete(receipt.mint);
-    const epoch = this.#epoch(receipt.mint);
-    this.#chain(receipt.mint, async () => {
+    const snapshot = this.#deferred.get(mint);
+    this.#deferred.delete(mint);
+    const epoch = this.#epoch(mint);
+    this.#chain(mint, async () => {
+      // Lost (or rejected) since this was decided: the decision is dropped, never published.
+      if (this.#epoch(mint) !== epoch) {
+        this.#log("warn", "transition dropped: its asset was lost before it was published", { mint, alert_id: receipt.alert_id });
+        return;
+      }
       const ack = await this.#publishUntilAcked(receipt, payload, epoch);
+      if (ack === null) return;
+      // The ack is the subject's last message now (or, for a duplicate, a message already there): the next token.
+      const expected = this.#expected.get(mint);
+      if (expected !== undefined && this.#epoch(mint) === epoch) this.#expected.set(mint, Math.max(expected, ack.seq));
       this.#acked.next({ receipt, seq: ack.seq, duplicate: ack.duplicate });
-      if (snapshot !== undefined && this.#epoch(receipt.mint) === epoch) this.#snapshots.update(receipt.mint, snapshot);
+      if (snapshot !== undefined && this.#epoch(mint) === epoch) this.#snapshots.update(mint, snapshot);
     });
   }
 
-  async #publishUntilAcked(receipt: Receipt, payload: string, epoch: number): Promise<PubAck> {
+  /** Resolves with the ack, or null when the fencing token was rejected (the decision is discarded). */
+  async #publishUntilAcked(receipt: Receipt, payload: string, epoch: number): Promise<PubAck | null> {
+    const mint = receipt.mint;
     let wait = this.#retryBaseMs;
     for (let attempt = 1; ; attempt++) {
+      // Read per attempt, but only this asset's steps (one at a time) and `fence` on acquisition move it.
+      const expected = this.#expected.get(mint);
       try {
-        return await this.#publisher.publish(subjects.transition(receipt.mint), payload, receipt.alert_id);
-      } catch (e) {
+        return await this.#publisher.publish(
+          subjects.transition(mint),
+          payload,
+          receipt.alert_id,
+          5_000,
+          expected === undefined ? undefined : { lastSubjectSequence: expected },
+        );
+      } catch (publishError) {
+        let e = publishError;
+        if (isWrongLastSequence(e)) {
+          try {
+            return await this.#rejected(receipt, epoch, expected ?? 0);
+          } catch (readError) {
+            // The subject could not be read: retried like any failed publish (the same answer comes back).
+            e = readError;
+          }
+        }
         if (this.#closed && attempt > 3) throw e;
         // The lease was lost: the new owner decides from the last acknowledged state; this decision was never emitted.
-        if (this.#epoch(receipt.mint) !== epoch) throw new Error(`lease lost before ${receipt.alert_id} was acknowledged; not retried`);
+        if (this.#epoch(mint) !== epoch) throw new Error(`lease lost before ${receipt.alert_id} was acknowledged; not retried`);
         this.#log("warn", "transition publish failed; retrying", {
           alert_id: receipt.alert_id,
           attempt,
@@ -166,6 +210,89 @@ export class EngineLink {
         wait = Math.min(wait * 2, 5_000);
       }
     }
+  }
+
+  /**
+   * The server rejected a transition: the last message on the asset's subject is not `expected`. Either an earlier
+   * attempt of this very publish landed and its ack was lost (a JetStream cluster checks the expected sequence before
+   * the `Nats-Msg-Id` duplicate, a single server after it), which is an ack; or another engine published for the
+   * asset since this engine's token was read:
+   * - the asset was lost meanwhile (`revoke`: a stale owner whose publish arrived late): dropped, never retried, no
+   *   snapshot written;
+   * - the asset is still ours (a new owner whose token was read before the previous owner's late publish landed):
+   *   the stream is the system of record, so the decision is discarded, the actor is stopped, and it is restored from
+   *   the subject's last transition (`onConflict`, the acquisition path), then carries on from that state.
+   * Resolves with the ack, or null when the decision is discarded.
+   */
+  async #rejected(receipt: Receipt, epoch: number, expected: number): Promise<PubAck | null> {
+    const mint = receipt.mint;
+    const last = await this.#topology.jsm.streams.getMessage(TOPOLOGY.transitions.stream, { last_by_subj: subjects.transition(mint) }).catch((e: unknown) => {
+      if (/no message found|not found/i.test(e instanceof Error ? e.message : String(e))) return null;
+      throw e;
+    });
+    const fields = { mint, alert_id: receipt.alert_id, expected_last_seq: expected, stream_last_seq: last?.seq ?? 0 };
+    if (last !== null && last.header?.get("Nats-Msg-Id") === receipt.alert_id) {
+      this.#log("info", "transition already stored (an earlier attempt's ack was lost)", fields);
+      return { stream: TOPOLOGY.transitions.stream, seq: last.seq, duplicate: true };
+    }
+    if (this.#epoch(mint) !== epoch) {
+      this.#log("warn", "transition rejected by its fencing token: another engine published for this asset after its lease was lost; dropped", fields);
+      return null;
+    }
+    this.#log("warn", "transition rejected by its fencing token: the asset's stream moved; restoring the actor from its last transition", fields);
+    if (this.#host.runs(mint)) this.#host.release(mint);
+    this.revoke(mint);
+    void this.#restoreFromStream(mint, this.#epoch(mint));
+    return null;
+  }
+
+  /** Runs the `onConflict` handler until it succeeds, the asset is lost again, or the link closes. */
+  async #restoreFromStream(mint: string, epoch: number): Promise<void> {
+    const resync = this.#resync;
+    if (resync === null) {
+      this.#log("warn", "asset stopped: no conflict handler to restore it from the stream", { mint });
+      return;
+    }
+    for (let wait = this.#retryBaseMs; !this.#closed && this.#epoch(mint) === epoch; wait = Math.min(wait * 2, 5_000)) {
+      try {
+        await resync(mint);
+        // The restored state, written at once: an older snapshot of the discarded state must not outlive it.
+        const state = this.#host.runs(mint) ? this.#host.engineState(mint) : undefined;
+        if (state !== undefined && this.#epoch(mint) === epoch) {
+          const json = JSON.stringify(assetStateToJSON(state));
+          this.#chain(mint, () => {
+            if (this.#epoch(mint) === epoch) this.#snapshots.update(mint, json);
+          });
+        }
+        return;
+      } catch (e) {
+        this.#log("warn", "cannot restore the asset from the stream yet; retrying", { mint, error: e instanceof Error ? e.message : String(e) });
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  }
+
+  /**
+   * Sets an asset's fencing token: the stream sequence of the last message on `peg.transition.<mint>` (0: none), read
+   * with the state its actor is restored from (`readRecovery`). Call it before the actor starts; from then on every
+   * transition of the asset is published expecting it, and each ack advances it.
+   */
+  fence(mint: string, lastSeq: number): void {
+    this.#expected.set(mint, lastSeq);
+  }
+
+  /** The asset's fencing token, or undefined when its transitions are published without one. */
+  fencingToken(mint: string): number | undefined {
+    return this.#expected.get(mint);
+  }
+
+  /**
+   * What restores an asset whose fencing token was rejected while it is still this engine's: read its state with
+   * `readRecovery(…, { preferTransition: true })`, call `fence` with the sequence read, then restore the actor.
+   * Without a handler the asset stays stopped.
+   */
+  onConflict(handler: (mint: string) => Promise<void>): void {
+    this.#resync = handler;
   }
 
   /**
@@ -184,6 +311,7 @@ export class EngineLink {
    */
   revoke(mint: string): void {
     this.#epochs.set(mint, this.#epoch(mint) + 1);
+    this.#expected.delete(mint);
     this.#deferred.delete(mint);
     this.#snapshots.discard(mint);
   }
@@ -203,4 +331,8 @@ export class EngineLink {
   get js(): JetStreamClient {
     return this.#js;
   }
+}
+
+function isWrongLastSequence(e: unknown): boolean {
+  return e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamWrongLastSequence;
 }

@@ -5,10 +5,20 @@ export { BoundedPublisher } from "./publisher.ts";
 export { SnapshotWriter } from "./snapshots.ts";
 export { startBatchConsumer, type BatchConsumer, type BatchConsumerOptions, type BatchMessage } from "./consumer.ts";
 export { EngineLink, type AckedTransition, type EngineLinkOptions, type LogFn } from "./engine-link.ts";
-export { applyRecovery, readRecoveryStates, recoverActors, type RecoverySource, type RecoverySummary } from "./recovery.ts";
+export {
+  applyRecovery,
+  lastTransition,
+  readRecovery,
+  readRecoveryStates,
+  recoverActors,
+  type RecoveryOptions,
+  type RecoveryRead,
+  type RecoverySource,
+  type RecoverySummary,
+} from "./recovery.ts";
 export { sampleMessage, sampleMsgId, type SampleMessage } from "./messages.ts";
 export { InspectionUnavailableError, requestMachineView, serveMachineInspection } from "./inspect-service.ts";
-export { startLiveFeed, type LiveFeed, type LiveSink } from "./live-feed.ts";
+export { RecentAlertIds, startLiveFeed, type LiveFeed, type LiveSink } from "./live-feed.ts";
 export {
   LEASE_BUCKET,
   LEASE_KEYS,

@@ -32,6 +32,39 @@ const PULL = { expires: 3_000 } as const;
 /** Behind the stream with nothing delivered for this long: the consumer is re-created. */
 const STALL_MS = 3_000;
 
+/**
+ * The alert ids a process saw on PEG_TRANSITIONS (its live feed's back-fill and the live stream), most recent
+ * `capacity` (default 10,000: about 1 MB) kept, oldest evicted first. An API process answers `GET
+ * /v1/audit/{alert_id}` with 202 for an id held here that the store has not projected yet (addendum, audit receipt:
+ * "the alert is known (it is in the event stream or the alert table) but its receipt is not persisted yet"); once
+ * projected the store answers first, so an id is only consulted during the projection lag, which is seconds while
+ * 10,000 ids are days of transitions.
+ */
+export class RecentAlertIds {
+  readonly #ids = new Set<string>();
+  readonly #capacity: number;
+
+  constructor(capacity = 10_000) {
+    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError("capacity must be a positive integer");
+    this.#capacity = capacity;
+  }
+
+  add(id: string): void {
+    const key = id.toLowerCase();
+    this.#ids.delete(key); // re-seen: most recent again
+    this.#ids.add(key);
+    while (this.#ids.size > this.#capacity) this.#ids.delete(this.#ids.values().next().value!);
+  }
+
+  has(id: string): boolean {
+    return this.#ids.has(id.toLowerCase());
+  }
+
+  get size(): number {
+    return this.#ids.size;
+  }
+}
+
 export interface LiveFeed {
   /** Resolves when the back-fill of the last `windowMs` of transitions has been delivered. */
   readonly ready: Promise<void>;

@@ -5,7 +5,7 @@ import type { Clock } from "../../clock.ts";
 import type { EpochMs, Sample } from "../../methodology/index.ts";
 import type { EngineLink, LogFn } from "./engine-link.ts";
 import { LeaseManager, type LeaseManagerOptions, type LeaseStore } from "./leases.ts";
-import { readRecoveryStates } from "./recovery.ts";
+import { readRecovery } from "./recovery.ts";
 import type { Topology } from "./topology.ts";
 
 /** A receipt-shaped record from the store, for assets with neither snapshot nor transition in NATS. */
@@ -51,7 +51,10 @@ export interface Partition {
  * the actor resumes at that state's own instant, is fed the samples it missed (replayable feeds), then re-armed at
  * the engine clock's now. On losing a lease the actor stops at once and nothing more is written for it; on a
  * graceful release it stops, its transitions are acknowledged and its snapshot is flushed before the lease is
- * deleted.
+ * deleted. The sequence of the asset's last transition, read with its state, is the fencing token of its publishes
+ * (`EngineLink.fence`): a late publish of the previous owner and this engine's can never both be stored. When this
+ * engine's token turns out stale (the previous owner's late publish landed after it was read), the actor is restored
+ * again, this time from the stream's last transition, by the same path.
  */
 export function startPartition(o: PartitionOptions): Partition {
   const self = o.self ?? randomUUID();
@@ -81,17 +84,26 @@ export function startPartition(o: PartitionOptions): Partition {
     return fed;
   };
 
-  const acquired = async (mint: string): Promise<void> => {
+  /** Restores an acquired asset (or, `fromStream`, one whose fencing token was rejected) and starts its actor. */
+  const acquired = async (mint: string, fromStream = false): Promise<void> => {
     const asset = byMint.get(mint);
     if (asset === undefined) throw new Error(`unknown asset ${mint}`);
-    const recovered = (await readRecoveryStates([asset], o.topology, { log: o.log, ...(o.fromStore === undefined ? {} : { fromStore: o.fromStore }) })).get(mint);
+    const read = await readRecovery([asset], o.topology, {
+      log: o.log,
+      ...(o.fromStore === undefined ? {} : { fromStore: o.fromStore }),
+      preferTransition: fromStream,
+    });
+    const recovered = read.states.get(mint);
     // Fenced or lost while the state was being read: the actor must not start.
     if (!leases.held.has(mint)) return;
+    // Before the actor starts: its first transition is published expecting the last one read with its state.
+    o.link.fence(mint, read.transitionSeqs.get(mint) ?? 0);
+    const what = fromStream ? "restored asset from the stream after a rejected transition" : "acquired asset";
     const now = o.engineClock.now();
     if (recovered === undefined) {
       o.host.activateAsset(mint);
       const caughtUp = catchUp(asset, -Infinity, now, false);
-      o.log("info", "acquired asset", { asset: asset.symbol, mint, from: "cold", caught_up: caughtUp });
+      o.log("info", what, { asset: asset.symbol, mint, from: "cold", caught_up: caughtUp });
       return;
     }
     const { state } = recovered;
@@ -106,7 +118,7 @@ export function startPartition(o: PartitionOptions): Partition {
       o.host.restoreAsset(mint, state, now);
       if (o.samplesOf !== undefined) fedUntil.set(asset.symbol, applied);
     }
-    o.log("info", "acquired asset", { asset: asset.symbol, mint, from: recovered.source, caught_up: caughtUp });
+    o.log("info", what, { asset: asset.symbol, mint, from: recovered.source, caught_up: caughtUp });
   };
 
   const leases = new LeaseManager({
@@ -129,6 +141,11 @@ export function startPartition(o: PartitionOptions): Partition {
         o.log("info", "released asset", { mint });
       },
     },
+  });
+
+  // A rejected fencing token while the lease is still ours: the stream moved (the previous owner's late publish).
+  o.link.onConflict(async (mint) => {
+    if (leases.held.has(mint)) await acquired(mint, true);
   });
 
   return {

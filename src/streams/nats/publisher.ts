@@ -27,12 +27,22 @@ export class BoundedPublisher {
     return { published: this.#published, failed: this.#failed, inFlight: this.#inFlight };
   }
 
-  /** Publishes and resolves with the server's ack (which reports `duplicate` for a repeated msgID). */
-  async publish(subject: string, data: string | Uint8Array, msgID: string, timeoutMs = 5_000): Promise<PubAck> {
+  /**
+   * Publishes and resolves with the server's ack (which reports `duplicate` for a repeated msgID). With
+   * `lastSubjectSequence` the server stores the message only if the last message on `subject` has that stream
+   * sequence (0: no message on the subject), else rejects it with JetStream error 10071 (wrong last sequence).
+   */
+  async publish(
+    subject: string,
+    data: string | Uint8Array,
+    msgID: string,
+    timeoutMs = 5_000,
+    expect?: { readonly lastSubjectSequence: number },
+  ): Promise<PubAck> {
     while (this.#inFlight >= this.#window) await new Promise<void>((r) => this.#waiters.push(r));
     this.#inFlight++;
     try {
-      const ack = await this.#js.publish(subject, data, { msgID, timeout: timeoutMs });
+      const ack = await this.#js.publish(subject, data, { msgID, timeout: timeoutMs, ...(expect === undefined ? {} : { expect }) });
       this.#published++;
       return ack;
     } catch (e) {

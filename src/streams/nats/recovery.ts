@@ -21,10 +21,14 @@ interface ReceiptLike {
   readonly detected_at: string;
 }
 
-async function lastTransition(topology: Topology, mint: string): Promise<ReceiptLike | null> {
+/**
+ * The last message on `peg.transition.<mint>` (its stream sequence is the asset's fencing token, docs/scaling.md), or
+ * null when the subject has none.
+ */
+export async function lastTransition(topology: Pick<Topology, "jsm">, mint: string): Promise<{ seq: number; msgId: string | null; receipt: ReceiptLike } | null> {
   try {
     const m = await topology.jsm.streams.getMessage(TOPOLOGY.transitions.stream, { last_by_subj: subjects.transition(mint) });
-    return m === null ? null : m.json<ReceiptLike>();
+    return m === null ? null : { seq: m.seq, msgId: m.header?.get("Nats-Msg-Id") || null, receipt: m.json<ReceiptLike>() };
   } catch (e) {
     if (/no message found|not found/i.test(e instanceof Error ? e.message : String(e))) return null;
     throw e;
@@ -34,19 +38,38 @@ async function lastTransition(topology: Topology, mint: string): Promise<Receipt
 /** Where an asset's recovered state came from. */
 export type RecoverySource = "snapshot" | "transition" | "store";
 
+export interface RecoveryOptions {
+  readonly log?: LogFn;
+  readonly fromStore?: (mint: string) => Promise<ReceiptLike | null>;
+  /**
+   * Restore from the last transition in JetStream whenever there is one, whatever the snapshot says: after a publish
+   * was rejected by the fencing token, the stream holds a transition this engine's snapshot does not include, even
+   * when the snapshot is newer.
+   */
+  readonly preferTransition?: boolean;
+}
+
+/** What `readRecovery` found. */
+export interface RecoveryRead {
+  /** Per mint, the state to resume from; assets with nothing to resume from are absent. */
+  readonly states: Map<string, { state: AssetState; source: RecoverySource }>;
+  /**
+   * Per mint (every asset read), the stream sequence of its last message on `peg.transition.<mint>`, 0 when it has
+   * none: the fencing token the engine publishes its next transition with (`EngineLink.fence`).
+   */
+  readonly transitionSeqs: Map<string, number>;
+}
+
 /**
  * Reads the state every asset should resume from (issue 3 recovery), without touching any actor: its KV snapshot,
  * unless JetStream holds an acknowledged transition newer than that snapshot (the process stopped between the ack
  * and the snapshot write), in which case the state right after that transition is rebuilt exactly from its receipt;
- * with neither, the store's latest receipt. Assets with nothing to resume from are absent from the result.
+ * with neither, the store's latest receipt. Also returns each asset's last transition sequence (the fencing token).
  */
-export async function readRecoveryStates(
-  assets: readonly HostAsset[],
-  topology: Topology,
-  options: { log?: LogFn; fromStore?: (mint: string) => Promise<ReceiptLike | null> } = {},
-): Promise<Map<string, { state: AssetState; source: RecoverySource }>> {
+export async function readRecovery(assets: readonly HostAsset[], topology: Topology, options: RecoveryOptions = {}): Promise<RecoveryRead> {
   const log = options.log ?? (() => {});
   const out = new Map<string, { state: AssetState; source: RecoverySource }>();
+  const transitionSeqs = new Map<string, number>();
   for (const asset of assets) {
     let snapshot: AssetState | null = null;
     try {
@@ -55,9 +78,12 @@ export async function readRecoveryStates(
     } catch (e) {
       log("warn", "ignoring unreadable actor snapshot", { asset: asset.symbol, error: e instanceof Error ? e.message : String(e) });
     }
-    const last = await lastTransition(topology, asset.mint);
+    const lastMsg = await lastTransition(topology, asset.mint);
+    transitionSeqs.set(asset.mint, lastMsg?.seq ?? 0);
+    const last = lastMsg?.receipt ?? null;
     const lastAt = last === null ? null : parseTimestamp(last.detected_at);
-    if (last !== null && lastAt !== null && (snapshot === null || snapshot.evaluatedAt === null || lastAt > snapshot.evaluatedAt)) {
+    const newer = snapshot === null || snapshot.evaluatedAt === null || options.preferTransition === true || (lastAt !== null && lastAt > snapshot.evaluatedAt);
+    if (last !== null && lastAt !== null && newer) {
       out.set(asset.mint, { state: stateFromReceipt(last), source: "transition" });
     } else if (snapshot !== null) {
       out.set(asset.mint, { state: snapshot, source: "snapshot" });
@@ -66,7 +92,16 @@ export async function readRecoveryStates(
       if (stored !== null) out.set(asset.mint, { state: stateFromReceipt(stored), source: "store" });
     }
   }
-  return out;
+  return { states: out, transitionSeqs };
+}
+
+/** `readRecovery`'s states only. */
+export async function readRecoveryStates(
+  assets: readonly HostAsset[],
+  topology: Topology,
+  options: RecoveryOptions = {},
+): Promise<Map<string, { state: AssetState; source: RecoverySource }>> {
+  return (await readRecovery(assets, topology, options)).states;
 }
 
 /**
@@ -99,7 +134,7 @@ export async function recoverActors(
   host: ActorHost,
   assets: readonly HostAsset[],
   topology: Topology,
-  options: { log?: LogFn; fromStore?: (mint: string) => Promise<ReceiptLike | null> } = {},
+  options: RecoveryOptions = {},
 ): Promise<RecoverySummary> {
   return applyRecovery(host, assets, await readRecoveryStates(assets, topology, options));
 }
