@@ -86,6 +86,8 @@ export interface Config {
   readonly simSeed: number;
   /** Mean milliseconds between simulated incidents (FEED=sim); 0 disables them. Default 600,000 (10 minutes). */
   readonly simIncidentEveryMs: number;
+  /** Milliseconds between simulated ticks (one sample per asset each), FEED=sim. Default 1,000. */
+  readonly simTickMs: number;
   /** Simulated-clock speed multiplier for scenario feeds, > 0 (2 = twice real time). Default 1. */
   readonly scenarioSpeed: number;
   /** Port of a local @statelyai/inspect WebSocket bridge the actors stream to; null (default) when not inspecting. */
@@ -174,6 +176,7 @@ export const CONFIG_VARIABLES = [
   { name: "FEED", default: "sim", secret: false, description: "Sample source: sim (simulated market), live, scenario:<name> (replay scenarios/<name>.jsonl) or scenario:<path/to/file.jsonl>." },
   { name: "SIM_SEED", default: "1", secret: false, description: "Seed of the simulated market (FEED=sim), integer 0-4294967295: the same seed gives the same market." },
   { name: "SIM_INCIDENT_EVERY_MS", default: "600000", secret: false, description: "Mean milliseconds between simulated incidents (FEED=sim), integer >= 0; 0 disables incidents." },
+  { name: "SIM_TICK_MS", default: "1000", secret: false, description: "Milliseconds between simulated ticks of one sample per asset (FEED=sim), integer 1-60000: 100 runs the market at ten times the production rate." },
   { name: "INSPECT_PORT", default: "", secret: false, description: "Port of a local @statelyai/inspect WebSocket bridge (ws://127.0.0.1:<port>) that every actor streams to, for Stately's inspector; unset: off." },
   { name: "SCENARIO_SPEED", default: "1", secret: false, description: "Speed multiplier of a scenario feed's clock, a positive decimal." },
   { name: "JWT_SECRET", default: null, secret: true, description: "HS256 session key, at least 32 bytes. Unset: login and /v1/me/* are disabled." },
@@ -276,6 +279,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     feed: read("FEED", parseFeed, { kind: "sim" }),
     simSeed: read("SIM_SEED", integerIn(0, 4_294_967_295), 1),
     simIncidentEveryMs: read("SIM_INCIDENT_EVERY_MS", integerIn(0, 86_400_000), 600_000),
+    simTickMs: read("SIM_TICK_MS", integerIn(1, 60_000), 1_000),
     scenarioSpeed: read("SCENARIO_SPEED", parseSpeed, 1),
     inspectPort: read("INSPECT_PORT", integerIn(1, 65_535)),
     jwtSecret,

@@ -36,6 +36,7 @@ describe("parseConfig defaults", () => {
     expect(c.nats).toEqual({ kind: "embedded", storeDir: "data/nats" });
     expect(c.feed).toEqual({ kind: "sim" });
     expect(c.scenarioSpeed).toBe(1);
+    expect(c.simTickMs).toBe(1000);
     expect(c.jwtSecret).toBeNull();
     expect(c.telegramBotToken).toBeNull();
     expect(c.features).toEqual({ auth: false, telegramLogin: false, telegramBot: false });
@@ -355,5 +356,16 @@ describe("the parsed configuration", () => {
     expect(featureNotices(c)).toEqual(["TELEGRAM_BOT_TOKEN is not set: Telegram login and alert messages are disabled"]);
     expect(featureNotices(parseConfig({}))).toHaveLength(2);
     expect(featureNotices(parseConfig({ JWT_SECRET: SECRET_32, TELEGRAM_BOT_TOKEN: "1:a" }))).toEqual([]);
+  });
+});
+
+describe("SIM_TICK_MS", () => {
+  it("sets the simulated market's tick (100 ms: ten times the production rate)", () => {
+    expect(parseConfig({ SIM_TICK_MS: "100" }).simTickMs).toBe(100);
+    expect(parseConfig({ SIM_TICK_MS: "60000" }).simTickMs).toBe(60_000);
+  });
+
+  it("rejects a tick that is not an integer from 1 to 60000", () => {
+    for (const bad of ["0", "-5", "1.5", "60001", "fast"]) expect(issueNames({ SIM_TICK_MS: bad })).toEqual(["SIM_TICK_MS"]);
   });
 });

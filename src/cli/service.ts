@@ -105,7 +105,7 @@ async function feedFor(
     case "sim":
       return {
         clock,
-        feed: simulatedMarket({ assets: catalog.active, seed: config.simSeed, clock, incidentEveryMs: config.simIncidentEveryMs }),
+        feed: simulatedMarket({ assets: catalog.active, seed: config.simSeed, clock, tickMs: config.simTickMs, incidentEveryMs: config.simIncidentEveryMs }),
       };
     case "scenario": {
       let scenario;
