@@ -69,6 +69,7 @@ if (skipReason !== null) {
   it("a full disk makes the service unready without losing or corrupting anything; it recovers when space returns", async () => {
     const filler = join(dataDir, "filler");
     await runFaultTest({
+      name: "disk-full",
       store: { kind: "pglite", dataDir: join(dataDir, "pg") },
       natsUrl: nats.url,
       dataDir,

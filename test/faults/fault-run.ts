@@ -2,11 +2,13 @@
  * One fault test from start to checks: provision the webhooks, start the service on the burst scenario, wait until it
  * is ready and warmed up, take the memory baseline, run the test's faults, let the scenario and every delivery
  * finish, then check everything `invariants.ts` states. The numbers (outage lengths, time to ready again, memory)
- * are printed on one line per test, for the report.
+ * are printed on one line per test and written to `test-results/faults/<test>.json` (a `FaultRecord`), from which
+ * `npm run test:faults` writes the faults section of docs/benchmarks.md (bench/faults-report.ts).
  */
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { expect } from "vitest";
@@ -78,7 +80,26 @@ export interface FaultContext {
   readonly readyz: readonly ReadyzSample[];
 }
 
+/** Where each fault test leaves its `FaultRecord`. */
+export const FAULT_RESULTS_DIR = fileURLToPath(new URL("../../test-results/faults/", import.meta.url));
+
+/** What one fault test measured, for the report. */
+export interface FaultRecord {
+  readonly test: string;
+  readonly store: StoreConfig["kind"];
+  readonly finishedAt: string;
+  /** Transitions acknowledged by JetStream, and how they compare with the uninterrupted offline replay. */
+  readonly transitions: number;
+  readonly replay: string;
+  readonly eventsAccepted: number;
+  readonly webhookRequests: number;
+  readonly outages: readonly { readonly what: string; readonly downMs: number; readonly non200Polls: number; readonly readyAgainMs: number }[];
+  readonly memory: { readonly baseline: MemoryReport; readonly after: MemoryReport };
+}
+
 export interface FaultRunOptions {
+  /** Names the test's record (`test-results/faults/<name>.json`). */
+  readonly name: string;
   readonly store: StoreConfig;
   readonly natsUrl: string;
   readonly dataDir: string;
@@ -223,11 +244,26 @@ export async function runFaultTest(o: FaultRunOptions): Promise<{ baseline: Memo
     } finally {
       await store.close();
     }
-    const unready = outages.map((w) => {
-      const first200 = probe.samples.find((s) => s.at > w.to && s.status === 200)?.at ?? NaN;
-      const non200 = probe.samples.filter((s) => s.at >= w.from && s.at <= w.to && s.status !== 200).length;
-      return `${w.what}: ${w.to - w.from} ms down, ${non200} non-200 polls, 200 again ${first200 - w.to} ms after`;
-    });
+    const measured = outages.map((w) => ({
+      what: w.what,
+      downMs: w.to - w.from,
+      non200Polls: probe.samples.filter((s) => s.at >= w.from && s.at <= w.to && s.status !== 200).length,
+      readyAgainMs: (probe.samples.find((s) => s.at > w.to && s.status === 200)?.at ?? NaN) - w.to,
+    }));
+    const unready = measured.map((w) => `${w.what}: ${w.downMs} ms down, ${w.non200Polls} non-200 polls, 200 again ${w.readyAgainMs} ms after`);
+    const record: FaultRecord = {
+      test: o.name,
+      store: o.store.kind,
+      finishedAt: new Date().toISOString(),
+      transitions: acked.length,
+      replay: compareWithReplay(acked, expected),
+      eventsAccepted: o.rx.acted.length,
+      webhookRequests: o.rx.received.length,
+      outages: measured,
+      memory: { baseline, after },
+    };
+    mkdirSync(FAULT_RESULTS_DIR, { recursive: true });
+    writeFileSync(join(FAULT_RESULTS_DIR, `${o.name}.json`), `${JSON.stringify(record, null, 2)}\n`);
     console.info(
       `[faults] ${acked.length} transitions (${compareWithReplay(acked, expected)}), ${o.rx.acted.length} events accepted of ${o.rx.received.length} requests; ` +
         `faults ended ${faultsEnded - started} ms after start; ${unready.join("; ") || "no outage"}; ` +

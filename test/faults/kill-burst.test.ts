@@ -38,6 +38,7 @@ it("kill -9 three times mid-burst: nothing lost or repeated, every event deliver
   const dataDir = join(dir, "data");
   mkdirSync(dataDir);
   await runFaultTest({
+    name: "kill-burst",
     store: { kind: "postgres", url: await pg.createDatabase() },
     natsUrl: nats.url,
     dataDir,

@@ -32,6 +32,7 @@ it("survives nats-server being killed and restarted mid-burst", async () => {
   const dataDir = join(dir, "data");
   mkdirSync(dataDir);
   await runFaultTest({
+    name: "nats-restart",
     store: { kind: "pglite", dataDir: join(dataDir, "pg") },
     natsUrl: nats.url,
     dataDir,

@@ -37,6 +37,7 @@ it("survives PostgreSQL being stopped and crashed mid-burst", async () => {
   const dataDir = join(dir, "data");
   mkdirSync(dataDir);
   await runFaultTest({
+    name: "postgres-restart",
     store: { kind: "postgres", url: await pg.createDatabase() },
     natsUrl: nats.url,
     dataDir,

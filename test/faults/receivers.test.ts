@@ -32,6 +32,7 @@ it("delivers every event through timeouts, 5xx, 429 and redirects, and stays rea
   const dataDir = join(dir, "data");
   mkdirSync(dataDir);
   await runFaultTest({
+    name: "receivers",
     store: { kind: "pglite", dataDir: join(dataDir, "pg") },
     natsUrl: nats.url,
     dataDir,
