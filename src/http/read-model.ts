@@ -75,6 +75,8 @@ export interface Readiness {
   readonly engine: boolean;
   /** Age of the newest asset snapshot, whole seconds; null when there is none. */
   readonly snapshot_age_secs: number | null;
+  /** Why a failing check failed, when more is known than "down" (a full disk, a server that did not answer in time). */
+  readonly reasons?: { readonly database?: string; readonly nats?: string };
 }
 
 /**

@@ -127,8 +127,22 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
   const readiness = async (): Promise<Readiness> => {
     const reachable = await within(sql`select 1`.execute(store.db).then(() => true), 2_000, false);
     // Up means reachable and (embedded) with room to write: a full disk still answers reads.
-    const database = reachable && store.hasRoom();
-    const nats = await within(deps.natsAlive(), 2_000, false);
+    const room = store.hasRoom();
+    const database = reachable && room;
+    // A ping not answered within 2 s: NATS is down, or the connection is so backed up (an overload) that it may as well be.
+    const natsState = await within<"up" | "down" | "slow">(
+      deps.natsAlive().then(
+        () => "up",
+        () => "down",
+      ),
+      2_000,
+      "slow",
+    );
+    const nats = natsState === "up";
+    const reasons = {
+      ...(reachable ? (room ? {} : { database: "database has no room to write (disk full)" }) : { database: "database is unreachable or did not answer within 2 s" }),
+      ...(natsState === "slow" ? { nats: "nats did not answer a ping within 2 s (down, or the connection is backed up)" } : natsState === "down" ? { nats: "nats is down" } : {}),
+    };
     let newest: number | null = null;
     if (reachable) {
       for (const s of await store.latestSnapshots()) newest = newest === null ? s.updated_at : Math.max(newest, s.updated_at);
@@ -138,6 +152,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
       nats,
       engine: deps.engineAlive(),
       snapshot_age_secs: newest === null ? null : Math.max(0, Math.floor((clock.now() - newest) / 1000)),
+      ...(Object.keys(reasons).length === 0 ? {} : { reasons }),
     };
   };
   const base = createStoreReadModel({

@@ -10,10 +10,8 @@ import { mkdirSync, mkdtempSync, rmSync, statfsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startReceiver, type Receiver } from "../delivery/receiver.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
-import { freePort, waitFor } from "../support/ports.ts";
-import { runFaultTest } from "./fault-run.ts";
+import { waitFor } from "../support/ports.ts";
+import { faultSuite } from "./fault-run.ts";
 import { HOOK_PATHS } from "./harness.ts";
 
 /** Room for PGlite's fresh cluster (about 40 MB) and the scenario's rows. */
@@ -35,26 +33,20 @@ function cannotMount(): string | null {
 }
 
 const skipReason = cannotMount();
-const dir = mkdtempSync(join(tmpdir(), "peg-faults-disk-"));
-const dataDir = join(dir, "data");
-let nats: TestNats;
-let rx: Receiver;
+const suite = faultSuite("disk", { skip: skipReason !== null });
+const dataDir = join(suite.dir, "data");
 let mounted = false;
 
-beforeAll(async () => {
+// After the suite's hooks: this afterAll runs first, so the tmpfs is unmounted before the directory is removed.
+beforeAll(() => {
   if (skipReason !== null) return;
-  nats = await startNats();
-  rx = await startReceiver();
   mkdirSync(dataDir);
   const m = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${TMPFS_SIZE}`, "tmpfs", dataDir], { encoding: "utf8" });
   if (m.status !== 0) throw new Error(`mount failed: ${m.stderr}`);
   mounted = true;
 });
-afterAll(async () => {
-  await rx?.close();
-  await nats?.dispose();
+afterAll(() => {
   if (mounted) spawnSync("umount", ["-l", dataDir]);
-  rmSync(dir, { recursive: true, force: true });
 });
 
 function freeBytes(): number {
@@ -68,14 +60,9 @@ if (skipReason !== null) {
 } else {
   it("a full disk makes the service unready without losing or corrupting anything; it recovers when space returns", async () => {
     const filler = join(dataDir, "filler");
-    await runFaultTest({
+    await suite.run({
       name: "disk-full",
-      store: { kind: "pglite", dataDir: join(dataDir, "pg") },
-      natsUrl: nats.url,
       dataDir,
-      port: await freePort(),
-      speed: 40,
-      rx,
       hookPaths: [HOOK_PATHS.ok],
       inject: async (ctx) => {
         const from = Date.now();
@@ -87,6 +74,8 @@ if (skipReason !== null) {
         await waitFor(() => Date.now() - from > 10_000 && ctx.readyz.some((r) => r.at > from && r.status !== 200), 60_000, "/readyz to report the full disk", 250).catch(() => {});
         // The fault really hit the store: writes failed for want of space.
         expect(ctx.service().stderr()).toMatch(/No space left on device/);
+        // And /readyz said why.
+        expect(ctx.readyz.filter((r) => r.at > from && r.status !== 200).map((r) => r.message)).toContainEqual(expect.stringContaining("database has no room to write (disk full)"));
         rmSync(filler);
         const to = Date.now();
         await ctx.readyAgain(to);

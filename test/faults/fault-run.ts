@@ -5,21 +5,23 @@
  * are printed on one line per test and written to `test-results/faults/<test>.json` (a `FaultRecord`), from which
  * `npm run test:faults` writes the faults section of docs/benchmarks.md (bench/faults-report.ts).
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { loadScenario } from "../../src/cli/scenario-files.ts";
 import { systemClock } from "../../src/clock.ts";
 import { eventIdFor } from "../../src/delivery/index.ts";
 import { deliveriesOf, openStore, type StoreConfig } from "../../src/store/index.ts";
 import { replayScenario } from "../../src/streams/replay.ts";
-import type { Receiver } from "../delivery/receiver.ts";
-import { sleep, waitFor } from "../support/ports.ts";
+import { startReceiver, type Receiver } from "../delivery/receiver.ts";
+import { startNats, type TestNats } from "../support/nats.ts";
+import { startPostgres, type TestPostgres } from "../support/postgres.ts";
+import { freePort, sleep, waitFor } from "../support/ports.ts";
 import { probeReadyz, provisionWebhooks, SCENARIO, serviceEnv, spawnService, type Hook, type MemoryReport, type ReadyzSample, type ServiceProcess } from "./harness.ts";
 import {
   compareWithReplay,
@@ -280,4 +282,65 @@ export async function runFaultTest(o: FaultRunOptions): Promise<{ baseline: Memo
     await probe.stop();
     await svc.kill();
   }
+}
+
+/** What one fault test file runs on: its own nats-server, HTTPS webhook receiver, temporary directory and, if asked, PostgreSQL. */
+export interface FaultSuite {
+  readonly dir: string;
+  readonly nats: TestNats;
+  readonly rx: Receiver;
+  /** Only in a suite started with `postgres`. */
+  readonly pg: TestPostgres;
+  /**
+   * `runFaultTest` on the suite's dependencies: the service at 40x on `dataDir` (default `<dir>/data`), storing in a
+   * new database of the suite's PostgreSQL, or else in PGlite under `dataDir/pg`, on a free port.
+   */
+  run(o: Pick<FaultRunOptions, "name" | "hookPaths" | "inject"> & { readonly dataDir?: string }): Promise<{ baseline: MemoryReport; after: MemoryReport }>;
+}
+
+/**
+ * Registers the file's `beforeAll` (start nats-server, PostgreSQL if `postgres`, the receiver) and `afterAll` (stop
+ * them, remove the directory). Register a file's own hooks after this: its `afterAll` then runs first. With `skip`
+ * nothing is started.
+ */
+export function faultSuite(prefix: string, o: { readonly postgres?: { readonly durable?: boolean }; readonly skip?: boolean } = {}): FaultSuite {
+  const dir = mkdtempSync(join(tmpdir(), `peg-faults-${prefix}-`));
+  let nats: TestNats | undefined;
+  let rx: Receiver | undefined;
+  let pg: TestPostgres | undefined;
+  beforeAll(async () => {
+    if (o.skip === true) return;
+    nats = await startNats();
+    if (o.postgres !== undefined) pg = await startPostgres({ durable: o.postgres.durable === true });
+    rx = await startReceiver();
+  });
+  afterAll(async () => {
+    await rx?.close();
+    await nats?.dispose();
+    await pg?.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const started = <T>(v: T | undefined, what: string): T => {
+    if (v === undefined) throw new Error(`${what} is not running (started in beforeAll${o.postgres === undefined && what === "PostgreSQL" ? "; this suite has none" : ""})`);
+    return v;
+  };
+  const suite: FaultSuite = {
+    dir,
+    get nats() {
+      return started(nats, "nats-server");
+    },
+    get rx() {
+      return started(rx, "the webhook receiver");
+    },
+    get pg() {
+      return started(pg, "PostgreSQL");
+    },
+    run: async (r) => {
+      const dataDir = r.dataDir ?? join(dir, "data");
+      mkdirSync(dataDir, { recursive: true });
+      const store: StoreConfig = pg === undefined ? { kind: "pglite", dataDir: join(dataDir, "pg") } : { kind: "postgres", url: await pg.createDatabase() };
+      return runFaultTest({ ...r, store, natsUrl: suite.nats.url, dataDir, port: await freePort(), speed: 40, rx: suite.rx });
+    },
+  };
+  return suite;
 }

@@ -4,47 +4,22 @@
  * port and store. The service (PGlite) reconnects on its own; transitions decided meanwhile are published once it
  * is back. Afterwards the invariants of `invariants.ts` hold, and `/readyz` answered 503 while NATS was down.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, it } from "vitest";
-import { startReceiver, type Receiver } from "../delivery/receiver.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
-import { freePort, sleep } from "../support/ports.ts";
-import { outage, runFaultTest } from "./fault-run.ts";
+import { it } from "vitest";
+import { sleep } from "../support/ports.ts";
+import { faultSuite, outage } from "./fault-run.ts";
 import { HOOK_PATHS } from "./harness.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "peg-faults-nats-"));
-let nats: TestNats;
-let rx: Receiver;
-
-beforeAll(async () => {
-  nats = await startNats();
-  rx = await startReceiver();
-});
-afterAll(async () => {
-  await rx?.close();
-  await nats?.dispose();
-  rmSync(dir, { recursive: true, force: true });
-});
+const suite = faultSuite("nats");
 
 it("survives nats-server being killed and restarted mid-burst", async () => {
-  const dataDir = join(dir, "data");
-  mkdirSync(dataDir);
-  await runFaultTest({
+  await suite.run({
     name: "nats-restart",
-    store: { kind: "pglite", dataDir: join(dataDir, "pg") },
-    natsUrl: nats.url,
-    dataDir,
-    port: await freePort(),
-    speed: 40,
-    rx,
     hookPaths: [HOOK_PATHS.ok, HOOK_PATHS.status500],
     inject: async (ctx) => {
-      const restart = () => nats.start();
-      const first = await outage(ctx, "nats-server killed", () => nats.kill(), 4_000, restart);
+      const restart = () => suite.nats.start();
+      const first = await outage(ctx, "nats-server killed", () => suite.nats.kill(), 4_000, restart);
       await sleep(3_000);
-      return [first, await outage(ctx, "nats-server stopped", () => nats.stop(), 3_000, restart)];
+      return [first, await outage(ctx, "nats-server stopped", () => suite.nats.stop(), 3_000, restart)];
     },
   });
 }, 400_000);

@@ -31,6 +31,18 @@ describe("health", () => {
     h.rm.readinessState = { database: true, nats: false, engine: true, snapshot_age_secs: 2 };
     const nats = await h.get("/readyz", 503);
     expect(nats.body).toMatchObject({ ok: false, error: "not_ready", checks: { nats: false } });
+    expect((nats.body as Obj).message).toBe("nats is down");
+    // What the service knows beyond "down" is the message (the checks stay booleans).
+    h.rm.readinessState = {
+      database: false,
+      nats: false,
+      engine: true,
+      snapshot_age_secs: 2,
+      reasons: { database: "database has no room to write (disk full)", nats: "nats did not answer a ping within 2 s (down, or the connection is backed up)" },
+    };
+    const both = await h.get("/readyz", 503);
+    expect(both.body).toMatchObject({ ok: false, checks: { database: false, nats: false } });
+    expect((both.body as Obj).message).toBe("database has no room to write (disk full); nats did not answer a ping within 2 s (down, or the connection is backed up)");
     h.rm.readinessState = { database: true, nats: true, engine: true, snapshot_age_secs: 901 };
     expect(((await h.get("/readyz", 503)).body as Obj).message).toContain("901 s");
     h.rm.readinessState = { database: true, nats: true, engine: true, snapshot_age_secs: 900 };

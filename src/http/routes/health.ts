@@ -11,8 +11,8 @@ type ReadinessBody = z.output<typeof Readiness>;
 export function readinessBody(r: ReadinessCounts): ReadinessBody {
   const checks = { database: r.database, nats: r.nats, snapshot_age_secs: r.snapshot_age_secs, engine: r.engine };
   const failing: string[] = [];
-  if (!r.database) failing.push("database is down");
-  if (!r.nats) failing.push("nats is down");
+  if (!r.database) failing.push(r.reasons?.database ?? "database is down");
+  if (!r.nats) failing.push(r.reasons?.nats ?? "nats is down");
   if (!r.engine) failing.push("engine is not running");
   if (r.snapshot_age_secs === null) failing.push("no asset snapshot yet");
   else if (r.snapshot_age_secs * 1000 > STALE_AFTER_MS) failing.push(`newest snapshot is ${r.snapshot_age_secs} s old`);
