@@ -14,7 +14,7 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { ActorHost } from "../src/actors/index.ts";
 import { SimulatedClock } from "../src/clock.ts";
-import { SimMarketModel } from "../src/streams/sim-model.ts";
+import { SimMarketModel } from "../src/streams/sources/simulated-market/model.ts";
 import { syntheticCatalog } from "./synthetic.ts";
 import { loadAverage, machineDescription, writeSection } from "./report.ts";
 

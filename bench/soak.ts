@@ -33,7 +33,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
 import { loadShippedCatalog } from "../src/catalog/index.ts";
-import { SIM_DEFAULT_INCIDENT_EVERY_MS, SIM_DEFAULT_TICK_MS } from "../src/streams/sim.ts";
+import { SIM_DEFAULT_INCIDENT_EVERY_MS, SIM_DEFAULT_TICK_MS } from "../src/streams/sources/simulated-market/index.ts";
 import { startNats, type TestNats } from "../test/support/nats.ts";
 import { startPostgres, type TestPostgres } from "../test/support/postgres.ts";
 import { freePort } from "../test/support/ports.ts";

@@ -19,7 +19,7 @@ import { systemClock } from "../src/clock.ts";
 import { WsHub } from "../src/http/ws/hub.ts";
 import { WS_LIMITS } from "../src/http/ws/protocol.ts";
 import { attachWs, uwsTransport } from "../src/http/ws/uws.ts";
-import { startLiveFeed, type LiveSink } from "../src/streams/nats/index.ts";
+import { startLiveFeed, type LiveSink } from "../src/streams/jetstream/index.ts";
 import { monoMs, type WsServerKind, type WsServerStats } from "./ws-common.ts";
 import { serveWsLib, WsLibTransport } from "./ws-transport.ts";
 

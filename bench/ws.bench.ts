@@ -31,7 +31,7 @@ import { fileURLToPath } from "node:url";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { loadShippedCatalog } from "../src/catalog/index.ts";
-import { ensureTopology, subjects } from "../src/streams/nats/index.ts";
+import { ensureTopology, subjects } from "../src/streams/jetstream/index.ts";
 import { CLIENTS_PER_ADDRESS, monoMs, type ClientCommand, type ClientImpl, type ClientReply, type WsServerKind, type WsServerStats } from "./ws-common.ts";
 import { loadAverage, machineDescription, writeSection } from "./report.ts";
 

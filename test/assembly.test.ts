@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../src/catalog/index.ts";
 import type { Clock } from "../src/clock.ts";
 import { D, decimalToWire, type Sample } from "../src/methodology/index.ts";
-import { assembleSamples, crossCheckFeed } from "../src/streams/assembly.ts";
-import type { Leg } from "../src/streams/legs.ts";
+import { assembleSamples, crossCheckFeed } from "../src/streams/sources/assembly.ts";
+import type { Leg } from "../src/streams/sources/legs.ts";
 
 const catalog = loadShippedCatalog();
 const asset = (s: string) => catalog.bySymbol(s)!;

@@ -3,8 +3,8 @@ import { ActorHost, type StateEvent } from "../src/actors/index.ts";
 import { loadShippedCatalog } from "../src/catalog/index.ts";
 import { SimulatedClock } from "../src/clock.ts";
 import { D, type Receipt } from "../src/methodology/index.ts";
-import { sampleMessage } from "../src/streams/nats/messages.ts";
-import { sampleProjector, transitionProjector, type ProjectorStats } from "../src/streams/projector.ts";
+import { sampleMessage } from "../src/streams/jetstream/messages.ts";
+import { sampleProjector, transitionProjector, type ProjectorStats } from "../src/streams/projector/projector.ts";
 import { openStore, type Store } from "../src/store/index.ts";
 
 const catalog = loadShippedCatalog();

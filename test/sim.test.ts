@@ -14,7 +14,7 @@ import {
   type Decimal,
   type Sample,
 } from "../src/methodology/index.ts";
-import { SimMarketModel, simulatedMarket, type SimOptions } from "../src/streams/sim.ts";
+import { SimMarketModel, simulatedMarket, type SimOptions } from "../src/streams/sources/simulated-market/index.ts";
 
 const catalog = loadShippedCatalog();
 const active = catalog.active;

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Catalog } from "../catalog/index.ts";
 import { parseTimestamp, replayBundle } from "../methodology/index.ts";
-import { replayScenario } from "../streams/replay.ts";
+import { replayScenario } from "../streams/sources/scenario/replay.ts";
 import { EXIT, flush, parseArgs, writeLine, type CliIO } from "./io.ts";
 import { loadScenario } from "./scenario-files.ts";
 

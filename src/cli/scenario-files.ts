@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseScenario, type Scenario } from "../streams/scenario.ts";
+import { parseScenario, type Scenario } from "../streams/sources/scenario/scenario.ts";
 
 /** The shipped scenario library, `scenarios/` at the package root. */
 export const SCENARIO_DIR = fileURLToPath(new URL("../../scenarios/", import.meta.url));

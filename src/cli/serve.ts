@@ -2,7 +2,7 @@ import type { Catalog } from "../catalog/index.ts";
 import { systemClock } from "../clock.ts";
 import { featureNotices, type Config } from "../config.ts";
 import { startupVerdict } from "../methodology/index.ts";
-import type { LogFn } from "../streams/nats/index.ts";
+import type { LogFn } from "../streams/jetstream/index.ts";
 import { EXIT, writeLine, type CliIO } from "./io.ts";
 import { startRoleService } from "./service.ts";
 

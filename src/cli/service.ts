@@ -7,8 +7,8 @@ import type { Catalog } from "../catalog/index.ts";
 import { ScaledClock, systemClock, type Clock } from "../clock.ts";
 import type { Config, Role } from "../config.ts";
 import type { Sample } from "../methodology/index.ts";
-import { assembleSamples } from "../streams/assembly.ts";
-import { liveLegs } from "../streams/live/index.ts";
+import { assembleSamples } from "../streams/sources/assembly.ts";
+import { liveLegs } from "../streams/sources/live/index.ts";
 import {
   EngineLink,
   ensureTopology,
@@ -28,12 +28,12 @@ import {
   type EmbeddedNats,
   type LogFn,
   type RecoverySummary,
-} from "../streams/nats/index.ts";
-import { sampleProjector, transitionProjector, type ProjectorStats } from "../streams/projector.ts";
-import { transitionLine } from "../streams/replay.ts";
-import { scenarioFeed } from "../streams/scenario-feed.ts";
-import { simulatedLegs } from "../streams/sim-legs.ts";
-import { simulatedMarket } from "../streams/sim.ts";
+} from "../streams/jetstream/index.ts";
+import { sampleProjector, transitionProjector, type ProjectorStats } from "../streams/projector/projector.ts";
+import { transitionLine } from "../streams/sources/scenario/replay.ts";
+import { scenarioFeed } from "../streams/sources/scenario/feed.ts";
+import { simulatedLegs } from "../streams/sources/simulated-market/legs.ts";
+import { simulatedMarket } from "../streams/sources/simulated-market/index.ts";
 import { kaminoPositions, PositionsBook, simulatedPositions } from "../streams/positions/index.ts";
 import { Dispatcher, dispatchHandler, openKeyRing, serveKeyAdmin, startDeliveryWorker, type DeliveryWorker, type Resolve } from "../delivery/index.ts";
 import { openStore, startRetention, type Store } from "../store/index.ts";
@@ -192,7 +192,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     const nc = await connect({ servers: [...servers], name: "peg-oracle", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     undo.push(() => nc.close());
     const topology = await ensureTopology(nc, config.natsReplicas);
-    // ROLE=engine: assets are leased in PEG_LEASES (src/streams/nats/leases.ts), recovered one by one on acquisition.
+    // ROLE=engine: assets are leased in PEG_LEASES (src/streams/jetstream/leases.ts), recovered one by one on acquisition.
     const leaseStore = partitioned ? await natsLeaseStore(nc, config.natsReplicas) : null;
 
     const latestStoredReceipt = async (mint: string) => {

@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { connect } from "@nats-io/transport-node";
 import type { Config } from "../config.ts";
 import { requestRotation } from "../delivery/index.ts";
-import { embeddedNatsUrlFile } from "../streams/nats/index.ts";
+import { embeddedNatsUrlFile } from "../streams/jetstream/index.ts";
 import { EXIT, writeLine, type CliIO } from "./io.ts";
 
 export const WEBHOOK_KEYS_USAGE = "peg-oracle webhook-keys rotate [--json]";

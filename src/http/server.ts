@@ -17,7 +17,7 @@ import { attachStatic } from "./static-uws.ts";
 import { WsHub } from "./ws/hub.ts";
 import { WS_LIMITS } from "./ws/protocol.ts";
 import { attachWs, uwsTransport } from "./ws/uws.ts";
-import { startLiveFeed, type LiveFeed, type LiveSink } from "../streams/nats/index.ts";
+import { startLiveFeed, type LiveFeed, type LiveSink } from "../streams/jetstream/index.ts";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /** The 24-hour windows and calibration figures are aggregates over thousands of rows: cached briefly. */

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { lendingPosition, loopExposure, type LendingPosition } from "../../src/advisory/index.ts";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { SimulatedClock } from "../../src/clock.ts";
-import { HttpStatusError, MalformedPayloadError, PayloadTooLargeError } from "../../src/streams/live/errors.ts";
+import { HttpStatusError, MalformedPayloadError, PayloadTooLargeError } from "../../src/streams/sources/live/errors.ts";
 import {
   kaminoPositions,
   KAMINO_MAIN_MARKET,

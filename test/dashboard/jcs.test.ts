@@ -10,7 +10,7 @@ import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { loadScenario } from "../../src/cli/scenario-files.ts";
 import { detailBody } from "../../src/http/routes/audit.ts";
 import { receiptHash as serverReceiptHash } from "../../src/methodology/receipt.ts";
-import { replayScenario } from "../../src/streams/replay.ts";
+import { replayScenario } from "../../src/streams/sources/scenario/replay.ts";
 import { canonicalize, receiptHash, receiptPreimage, serializeNumber, toHex, verifyReceipt } from "../../public/static/jcs.js";
 import { fallbackSubtle } from "../../public/static/sha256.js";
 

@@ -13,7 +13,7 @@ import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { loadScenario } from "../../src/cli/scenario-files.ts";
 import { rank, replayBundle, verifyBundle } from "../../src/methodology/index.ts";
 import { systemClock } from "../../src/clock.ts";
-import { replayScenario } from "../../src/streams/replay.ts";
+import { replayScenario } from "../../src/streams/sources/scenario/replay.ts";
 import { openStore } from "../../src/store/index.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";

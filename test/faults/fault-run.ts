@@ -17,7 +17,7 @@ import { loadScenario } from "../../src/cli/scenario-files.ts";
 import { systemClock } from "../../src/clock.ts";
 import { eventIdFor } from "../../src/delivery/index.ts";
 import { deliveriesOf, openStore, type StoreConfig } from "../../src/store/index.ts";
-import { replayScenario } from "../../src/streams/replay.ts";
+import { replayScenario } from "../../src/streams/sources/scenario/replay.ts";
 import { startReceiver, type Receiver } from "../delivery/receiver.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";

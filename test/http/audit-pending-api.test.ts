@@ -16,8 +16,8 @@ import { loadScenario } from "../../src/cli/scenario-files.ts";
 import { startRoleService, type RoleService } from "../../src/cli/service.ts";
 import { parseConfig } from "../../src/config.ts";
 import type { Receipt } from "../../src/methodology/index.ts";
-import { replayScenario } from "../../src/streams/replay.ts";
-import { ensureTopology, RecentAlertIds, subjects } from "../../src/streams/nats/index.ts";
+import { replayScenario } from "../../src/streams/sources/scenario/replay.ts";
+import { ensureTopology, RecentAlertIds, subjects } from "../../src/streams/jetstream/index.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { freePort, waitFor } from "../support/ports.ts";
 

@@ -14,7 +14,7 @@ import {
   liveCoverage,
   parseLosslessJson,
   parseRetryAfter,
-} from "../../src/streams/live/index.ts";
+} from "../../src/streams/sources/live/index.ts";
 
 describe("SseDecoder", () => {
   it("dispatches on blank lines whatever the line ends and chunk boundaries", () => {

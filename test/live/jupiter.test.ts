@@ -3,8 +3,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { base58Encode } from "../../src/catalog/index.ts";
 import { systemClock } from "../../src/clock.ts";
 import { decimalToWire } from "../../src/methodology/index.ts";
-import type { Leg } from "../../src/streams/legs.ts";
-import { SourceCounters, jupiterPrices, parseJupiterPrices } from "../../src/streams/live/index.ts";
+import type { Leg } from "../../src/streams/sources/legs.ts";
+import { SourceCounters, jupiterPrices, parseJupiterPrices } from "../../src/streams/sources/live/index.ts";
 import { json, recordingLog, startServer, waitFor, type TestServer } from "./server.ts";
 
 /** A valid-looking mint per index (32 bytes, base58). */

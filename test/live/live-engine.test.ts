@@ -8,8 +8,8 @@ import { ActorHost, type StateEvent } from "../../src/actors/index.ts";
 import { base58Decode, loadShippedCatalog } from "../../src/catalog/index.ts";
 import { systemClock } from "../../src/clock.ts";
 import { decimalToWire } from "../../src/methodology/index.ts";
-import { assembleSamples } from "../../src/streams/assembly.ts";
-import { liveLegs } from "../../src/streams/live/index.ts";
+import { assembleSamples } from "../../src/streams/sources/assembly.ts";
+import { liveLegs } from "../../src/streams/sources/live/index.ts";
 import { json, startServer, waitFor, type TestServer } from "./server.ts";
 
 const catalog = loadShippedCatalog();

@@ -4,8 +4,8 @@ import { base58Decode, loadShippedCatalog } from "../../src/catalog/index.ts";
 import { systemClock } from "../../src/clock.ts";
 import type { SourcesConfig } from "../../src/config.ts";
 import { decimalToWire } from "../../src/methodology/index.ts";
-import type { Leg } from "../../src/streams/legs.ts";
-import { liveLegs } from "../../src/streams/live/index.ts";
+import type { Leg } from "../../src/streams/sources/legs.ts";
+import { liveLegs } from "../../src/streams/sources/live/index.ts";
 import { json, startServer, waitFor, type TestServer } from "./server.ts";
 
 const catalog = loadShippedCatalog();

@@ -5,8 +5,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { systemClock } from "../../src/clock.ts";
 import { decimalToWire } from "../../src/methodology/index.ts";
-import type { Leg } from "../../src/streams/legs.ts";
-import { SourceCounters, parseHermesEvent, feedNamesById, pythFeedsOf, pythHermesStream } from "../../src/streams/live/index.ts";
+import type { Leg } from "../../src/streams/sources/legs.ts";
+import { SourceCounters, parseHermesEvent, feedNamesById, pythFeedsOf, pythHermesStream } from "../../src/streams/sources/live/index.ts";
 import { delay, recordingLog, startServer, waitFor, type TestServer } from "./server.ts";
 
 const SOL_ID = "ef0d8b6fda2ceba41da15d4095d1da392a0d2f8ed0c6c7bc0f4cfac8c280b56d";

@@ -3,8 +3,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { systemClock } from "../../src/clock.ts";
 import { decimalToWire } from "../../src/methodology/index.ts";
-import type { Leg } from "../../src/streams/legs.ts";
-import { SourceCounters, parseSanctumSolValues, sanctumMintsOf, sanctumSolValues } from "../../src/streams/live/index.ts";
+import type { Leg } from "../../src/streams/sources/legs.ts";
+import { SourceCounters, parseSanctumSolValues, sanctumMintsOf, sanctumSolValues } from "../../src/streams/sources/live/index.ts";
 import { json, recordingLog, startServer, waitFor, type TestServer } from "./server.ts";
 
 const catalog = loadShippedCatalog();

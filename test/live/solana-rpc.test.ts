@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { base58Decode, loadShippedCatalog } from "../../src/catalog/index.ts";
 import { systemClock } from "../../src/clock.ts";
 import { decimalToWire } from "../../src/methodology/index.ts";
-import type { Leg } from "../../src/streams/legs.ts";
+import type { Leg } from "../../src/streams/sources/legs.ts";
 import {
   MalformedPayloadError,
   RpcError,
@@ -14,7 +14,7 @@ import {
   stakePoolFromResult,
   stakePoolsOf,
   type StakePoolRef,
-} from "../../src/streams/live/index.ts";
+} from "../../src/streams/sources/live/index.ts";
 import { json, recordingLog, startServer, waitFor, type TestServer } from "./server.ts";
 
 const catalog = loadShippedCatalog();

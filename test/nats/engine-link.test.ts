@@ -13,7 +13,7 @@ import {
   TOPOLOGY,
   type AckedTransition,
   type Topology,
-} from "../../src/streams/nats/index.ts";
+} from "../../src/streams/jetstream/index.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { waitFor } from "../support/ports.ts";
 

@@ -13,9 +13,9 @@ import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { loadScenario } from "../../src/cli/scenario-files.ts";
 import { SimulatedClock } from "../../src/clock.ts";
 import { D, type Receipt, type Sample } from "../../src/methodology/index.ts";
-import { sampleMessage, type SampleMessage } from "../../src/streams/nats/messages.ts";
-import { ensureTopology, subjects } from "../../src/streams/nats/topology.ts";
-import { replayScenario } from "../../src/streams/replay.ts";
+import { sampleMessage, type SampleMessage } from "../../src/streams/jetstream/messages.ts";
+import { ensureTopology, subjects } from "../../src/streams/jetstream/topology.ts";
+import { replayScenario } from "../../src/streams/sources/scenario/replay.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { waitFor } from "../support/ports.ts";
 

@@ -28,7 +28,7 @@ import {
   TOPOLOGY,
   type AckedTransition,
   type Topology,
-} from "../../src/streams/nats/index.ts";
+} from "../../src/streams/jetstream/index.ts";
 import { startNatsCluster, type TestNatsCluster } from "../support/nats-cluster.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { sleep, waitFor } from "../support/ports.ts";

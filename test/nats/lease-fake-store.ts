@@ -5,7 +5,7 @@
  * loses the request (nothing applied) or, when `lostReplies`, applies it and loses the reply.
  */
 import type { SimulatedClock } from "../../src/clock.ts";
-import { LeaseConflictError, type LeaseRecord, type LeaseStore, type LeaseValue } from "../../src/streams/nats/leases.ts";
+import { LeaseConflictError, type LeaseRecord, type LeaseStore, type LeaseValue } from "../../src/streams/jetstream/leases.ts";
 
 interface Slot {
   value: LeaseValue | null;

@@ -6,7 +6,7 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/clock.ts";
-import { LEASE_KEYS, LeaseConflictError, LeaseManager, natsLeaseStore, type LeaseStore } from "../../src/streams/nats/leases.ts";
+import { LEASE_KEYS, LeaseConflictError, LeaseManager, natsLeaseStore, type LeaseStore } from "../../src/streams/jetstream/leases.ts";
 import { startNatsCluster, type TestNatsCluster } from "../support/nats-cluster.ts";
 import { sleep, waitFor } from "../support/ports.ts";
 

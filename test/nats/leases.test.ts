@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SimulatedClock } from "../../src/clock.ts";
-import { LEASE_KEYS, LeaseManager, planLeases, type LeaseRecord } from "../../src/streams/nats/leases.ts";
+import { LEASE_KEYS, LeaseManager, planLeases, type LeaseRecord } from "../../src/streams/jetstream/leases.ts";
 import { FakeLeaseBucket, FakeLink } from "./lease-fake-store.ts";
 
 const TTL = 6_000;

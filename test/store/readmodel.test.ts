@@ -13,9 +13,9 @@ import { parseConfig } from "../../src/config.ts";
 import { createStoreReadModel } from "../../src/http/read-model-store.ts";
 import type { ReadModel, Readiness } from "../../src/http/read-model.ts";
 import { D, PEG_STATES, decimalToWire, parseTimestamp, type Decimal, type Receipt, type Sample } from "../../src/methodology/index.ts";
-import { sampleMessage } from "../../src/streams/nats/messages.ts";
-import type { BatchMessage } from "../../src/streams/nats/consumer.ts";
-import { sampleProjector, transitionProjector, type ProjectorStats } from "../../src/streams/projector.ts";
+import { sampleMessage } from "../../src/streams/jetstream/messages.ts";
+import type { BatchMessage } from "../../src/streams/jetstream/consumer.ts";
+import { sampleProjector, transitionProjector, type ProjectorStats } from "../../src/streams/projector/projector.ts";
 import { randomUUID } from "node:crypto";
 import {
   auditPage,

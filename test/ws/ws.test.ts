@@ -14,7 +14,7 @@ import WebSocket from "ws";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { startService, type Service } from "../../src/cli/service.ts";
 import { parseConfig } from "../../src/config.ts";
-import { TOPOLOGY } from "../../src/streams/nats/index.ts";
+import { TOPOLOGY } from "../../src/streams/jetstream/index.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { freePort, sleep, waitFor } from "../support/ports.ts";
 

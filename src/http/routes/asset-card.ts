@@ -16,7 +16,7 @@ import {
   type EpochMs,
   type PegState,
 } from "../../methodology/index.ts";
-import { crossCheckFeed } from "../../streams/assembly.ts";
+import { crossCheckFeed } from "../../streams/sources/assembly.ts";
 import { usdAggregateToWire } from "../../wire/index.ts";
 import type { SnapshotView, Window24h } from "../read-model.ts";
 import type { AssetCardBody, AssetStateBody, OracleDegradedBody } from "../schemas/index.ts";

@@ -21,8 +21,8 @@
  */
 import { lendingPosition, PositionError, type LendingPosition } from "../../advisory/index.ts";
 import { D, type Decimal } from "../../methodology/index.ts";
-import { HttpStatusError, MalformedPayloadError } from "../live/errors.ts";
-import { endpointUrl, readBodyCapped } from "../live/http.ts";
+import { HttpStatusError, MalformedPayloadError } from "../sources/live/errors.ts";
+import { endpointUrl, readBodyCapped } from "../sources/live/http.ts";
 import type { PositionSource, PositionSourceStats } from "./source.ts";
 
 export const KAMINO_DEFAULT_BASE_URL = "https://api.kamino.finance";

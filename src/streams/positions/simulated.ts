@@ -4,14 +4,14 @@
  * SOL debt and stables against stables, held close to their liquidation line as real loops are.
  *
  * Deterministic: the book is a function of (seed, asset mint, refresh epoch) only, drawn with the simulated market's
- * PRNG (`sim-prng.ts`, bit-identical everywhere; no Math.log/pow). Values move a little from one epoch to the next.
+ * PRNG (`../sources/simulated-market/prng.ts`, bit-identical everywhere; no Math.log/pow). Values move a little from one epoch to the next.
  * Some assets get no book at all (nothing tracked: the feed omits `systemic`), some a sparse or whale-dominated one
  * (the privacy rule withholds figures and `coverage` is `partial`).
  */
 import { lendingPosition, type LendingPosition } from "../../advisory/index.ts";
 import type { CatalogAsset } from "../../catalog/index.ts";
 import type { AssetClass, EpochMs } from "../../methodology/index.ts";
-import { Prng, streamSeed } from "../sim-prng.ts";
+import { Prng, streamSeed } from "../sources/simulated-market/prng.ts";
 import type { PositionSource } from "./source.ts";
 
 export const SIM_PROTOCOLS = ["kamino", "marginfi", "save", "drift"] as const;

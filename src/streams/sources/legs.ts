@@ -1,4 +1,4 @@
-import type { Decimal, EpochMs } from "../methodology/index.ts";
+import type { Decimal, EpochMs } from "../../methodology/index.ts";
 
 /**
  * One observation from a price source, before sample assembly. Live adapters (Pyth, Jupiter, Sanctum, Solana RPC)

@@ -12,8 +12,8 @@
  * for its Retry-After.
  */
 import type { Observable } from "rxjs";
-import type { CatalogAsset } from "../../catalog/index.ts";
-import { D, type Decimal } from "../../methodology/index.ts";
+import type { CatalogAsset } from "../../../catalog/index.ts";
+import { D, type Decimal } from "../../../methodology/index.ts";
 import type { Leg } from "../legs.ts";
 import { MalformedPayloadError, describeError } from "./errors.ts";
 import { RequestBudget, endpointUrl, fetchText, type RetryLimits } from "./http.ts";

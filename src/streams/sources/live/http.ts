@@ -9,7 +9,7 @@
  * up for this cycle (returns null): the next poll asks again.
  */
 import type { SchedulerLike } from "rxjs";
-import { redactUrlText } from "../../config.ts";
+import { redactUrlText } from "../../../config.ts";
 import { HttpStatusError, MalformedPayloadError, PayloadTooLargeError, describeError } from "./errors.ts";
 import { backoffDelay, sleep, type ResolvedOptions } from "./source.ts";
 

@@ -10,8 +10,8 @@
  * due), every request through one budget for the endpoint, latest wins.
  */
 import { defer, type Observable } from "rxjs";
-import type { CatalogAsset } from "../../catalog/index.ts";
-import { D, type Decimal } from "../../methodology/index.ts";
+import type { CatalogAsset } from "../../../catalog/index.ts";
+import { D, type Decimal } from "../../../methodology/index.ts";
 import type { Leg } from "../legs.ts";
 import { MalformedPayloadError, RpcError, describeError } from "./errors.ts";
 import { RequestBudget, fetchText, type RetryLimits } from "./http.ts";

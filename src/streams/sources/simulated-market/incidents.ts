@@ -15,7 +15,7 @@
  * process). The first incident is always a depeg, and is forced no later than a seeded instant in [mean/6, mean/2], so
  * a newcomer sees a full transition cycle early whatever the draw.
  */
-import type { Prng } from "./sim-prng.ts";
+import type { Prng } from "./prng.ts";
 
 export const INCIDENT_KINDS = ["depeg", "oracle_conf", "zero_print", "garbage_nav"] as const;
 export type IncidentKind = (typeof INCIDENT_KINDS)[number];

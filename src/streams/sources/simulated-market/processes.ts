@@ -3,8 +3,8 @@
  * a price level is an integer count of fixed units (e.g. 1e-8 USD) and becomes a Decimal through `fromUnits`, so no
  * float ever reaches a price.
  */
-import { D, type Decimal } from "../methodology/index.ts";
-import type { Prng } from "./sim-prng.ts";
+import { D, type Decimal } from "../../../methodology/index.ts";
+import type { Prng } from "./prng.ts";
 
 const POW10: readonly Decimal[] = Array.from({ length: 19 }, (_, i) => new D(`1${"0".repeat(i)}`));
 

@@ -19,7 +19,7 @@
  * Oracle entries: one per feed named by the asset's `market.feed` / `intrinsic.feed`, shared by every asset using the
  * feed on that tick; confidence 1.5-3.5 bps of price for major feeds, 5-25 bps for the others, +-40 % per tick.
  */
-import type { CatalogAsset } from "../catalog/index.ts";
+import type { CatalogAsset } from "../../../catalog/index.ts";
 import {
   D,
   ONE,
@@ -31,10 +31,10 @@ import {
   type Decimal,
   type OracleEntry,
   type Sample,
-} from "../methodology/index.ts";
-import { IncidentDirector, NO_INCIDENTS, type AssetOverlay, type IncidentRecord, type IncidentTarget } from "./sim-incidents.ts";
-import { Prng, streamSeed } from "./sim-prng.ts";
-import { MeanReverting, PriceWalk, discounted, fromUnits } from "./sim-processes.ts";
+} from "../../../methodology/index.ts";
+import { IncidentDirector, NO_INCIDENTS, type AssetOverlay, type IncidentRecord, type IncidentTarget } from "./incidents.ts";
+import { Prng, streamSeed } from "./prng.ts";
+import { MeanReverting, PriceWalk, discounted, fromUnits } from "./processes.ts";
 
 export interface SimModelOptions {
   readonly assets: readonly CatalogAsset[];

@@ -1,6 +1,6 @@
 import { asyncScheduler, Observable, type SchedulerLike, type Subscription } from "rxjs";
-import type { Clock } from "../clock.ts";
-import type { Sample } from "../methodology/index.ts";
+import type { Clock } from "../../../clock.ts";
+import type { Sample } from "../../../methodology/index.ts";
 
 /**
  * A scenario as a live feed: each sample is emitted when `clock` reaches its `ts` (use a ScaledClock starting at the

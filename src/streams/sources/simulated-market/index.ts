@@ -8,16 +8,16 @@
  * `ActorHost.ingest` does) or apply its own lossy policy, e.g. latest-wins per asset with `groupBy` + `sampleTime`.
  * With the default asyncScheduler a slow synchronous consumer delays the next tick; missed periods are not queued.
  *
- * The price model per class and the incident shapes are documented in `sim-model.ts` and `sim-incidents.ts`.
+ * The price model per class and the incident shapes are documented in `model.ts` and `incidents.ts`.
  */
 import { asyncScheduler, defer, timer, concatMap, type Observable, type SchedulerLike } from "rxjs";
-import type { CatalogAsset } from "../catalog/index.ts";
-import type { Clock } from "../clock.ts";
-import type { Sample } from "../methodology/index.ts";
-import { SimMarketModel } from "./sim-model.ts";
+import type { CatalogAsset } from "../../../catalog/index.ts";
+import type { Clock } from "../../../clock.ts";
+import type { Sample } from "../../../methodology/index.ts";
+import { SimMarketModel } from "./model.ts";
 
-export { SimMarketModel, type SimModelOptions } from "./sim-model.ts";
-export { INCIDENT_KINDS, type DepegSeverity, type IncidentKind, type IncidentRecord } from "./sim-incidents.ts";
+export { SimMarketModel, type SimModelOptions } from "./model.ts";
+export { INCIDENT_KINDS, type DepegSeverity, type IncidentKind, type IncidentRecord } from "./incidents.ts";
 
 /** Default tick: one sample per asset per second. */
 export const SIM_DEFAULT_TICK_MS = 1000;

@@ -12,8 +12,8 @@
  *
  * Sanctum's deployments of the program (SP12tW…, SPMBzs…) keep the same layout.
  */
-import { base58Encode } from "../../catalog/index.ts";
-import { D, type Decimal } from "../../methodology/index.ts";
+import { base58Encode } from "../../../catalog/index.ts";
+import { D, type Decimal } from "../../../methodology/index.ts";
 import { MalformedPayloadError } from "./errors.ts";
 
 export const STAKE_POOL_LAYOUT = Object.freeze({

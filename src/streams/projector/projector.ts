@@ -1,4 +1,4 @@
-import type { Catalog } from "../catalog/index.ts";
+import type { Catalog } from "../../catalog/index.ts";
 import {
   BANDS,
   CONFIDENCES,
@@ -10,10 +10,10 @@ import {
   type PegState,
   type Receipt,
   type SampleWire,
-} from "../methodology/index.ts";
-import type { OracleSnapshot, OracleSnapshots, SampleRow, SnapshotRow, Store } from "../store/index.ts";
-import type { SampleMessage } from "./nats/messages.ts";
-import type { BatchMessage } from "./nats/consumer.ts";
+} from "../../methodology/index.ts";
+import type { OracleSnapshot, OracleSnapshots, SampleRow, SnapshotRow, Store } from "../../store/index.ts";
+import type { SampleMessage } from "../jetstream/messages.ts";
+import type { BatchMessage } from "../jetstream/consumer.ts";
 
 const decoder = new TextDecoder();
 

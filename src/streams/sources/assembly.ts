@@ -1,7 +1,7 @@
 import { asyncScheduler, auditTime, filter, groupBy, map, mergeMap, type Observable, type SchedulerLike } from "rxjs";
-import type { Catalog, CatalogAsset } from "../catalog/index.ts";
-import type { Clock } from "../clock.ts";
-import { ONE, type Decimal, type OracleEntry, type Sample } from "../methodology/index.ts";
+import type { Catalog, CatalogAsset } from "../../catalog/index.ts";
+import type { Clock } from "../../clock.ts";
+import { ONE, type Decimal, type OracleEntry, type Sample } from "../../methodology/index.ts";
 import type { Leg } from "./legs.ts";
 
 /** Staleness of legs that are not Pyth feeds (Pyth feeds use the catalog's `pyth_staleness_secs`). */

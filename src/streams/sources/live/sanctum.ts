@@ -10,8 +10,8 @@
  * request budget, latest wins. Sanctum values move once per epoch (about two days), so the default cadence is 60 s.
  */
 import type { Observable } from "rxjs";
-import type { CatalogAsset } from "../../catalog/index.ts";
-import { D, type Decimal } from "../../methodology/index.ts";
+import type { CatalogAsset } from "../../../catalog/index.ts";
+import { D, type Decimal } from "../../../methodology/index.ts";
 import type { Leg } from "../legs.ts";
 import { MalformedPayloadError, describeError } from "./errors.ts";
 import { RequestBudget, endpointUrl, fetchText, type RetryLimits } from "./http.ts";

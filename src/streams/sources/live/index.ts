@@ -8,9 +8,9 @@
  * own connections, so share it (`share()`) when several consumers need it.
  */
 import { merge, type Observable, type SchedulerLike } from "rxjs";
-import type { Catalog, CatalogAsset } from "../../catalog/index.ts";
-import type { Clock } from "../../clock.ts";
-import type { SourcesConfig } from "../../config.ts";
+import type { Catalog, CatalogAsset } from "../../../catalog/index.ts";
+import type { Clock } from "../../../clock.ts";
+import type { SourcesConfig } from "../../../config.ts";
 import type { Leg } from "../legs.ts";
 import { liveCoverage, type AssetCoverage, type LiveSourceName } from "./coverage.ts";
 import { jupiterMintsOf, jupiterPrices, type JupiterOptions } from "./jupiter.ts";

@@ -1,6 +1,6 @@
-import { ActorHost, type HostAsset, type TransitionEvent } from "../actors/index.ts";
-import { SimulatedClock } from "../clock.ts";
-import type { Receipt, StepOptions } from "../methodology/index.ts";
+import { ActorHost, type HostAsset, type TransitionEvent } from "../../../actors/index.ts";
+import { SimulatedClock } from "../../../clock.ts";
+import type { Receipt, StepOptions } from "../../../methodology/index.ts";
 import { ScenarioFormatError, type Scenario } from "./scenario.ts";
 
 /** One line of `replay` output (addendum G), keys in this order. */

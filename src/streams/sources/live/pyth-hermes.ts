@@ -14,8 +14,8 @@
  * blocks an IP for 60 s, the default when the header is missing).
  */
 import { Observable, type SchedulerAction } from "rxjs";
-import type { Catalog, CatalogAsset } from "../../catalog/index.ts";
-import { D, type Decimal } from "../../methodology/index.ts";
+import type { Catalog, CatalogAsset } from "../../../catalog/index.ts";
+import { D, type Decimal } from "../../../methodology/index.ts";
 import type { Leg } from "../legs.ts";
 import { HttpStatusError, IdleTimeoutError, MalformedPayloadError, describeError } from "./errors.ts";
 import { endpointUrl, parseRetryAfter } from "./http.ts";

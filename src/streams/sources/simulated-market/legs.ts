@@ -1,7 +1,7 @@
 import { mergeMap, type Observable } from "rxjs";
-import type { CatalogAsset } from "../catalog/index.ts";
-import type { Leg } from "./legs.ts";
-import { simulatedMarket, type SimOptions } from "./sim.ts";
+import type { CatalogAsset } from "../../../catalog/index.ts";
+import type { Leg } from "../legs.ts";
+import { simulatedMarket, type SimOptions } from "./index.ts";
 
 /** Intrinsic kinds read from issuer-specific on-chain layouts: simulated in live mode (docs/sources.md). */
 export const SIMULATED_INTRINSIC_KINDS: ReadonlySet<string> = new Set([

@@ -1,4 +1,4 @@
-import { sampleFromWire, parseTimestamp, type EpochMs, type Sample } from "../methodology/index.ts";
+import { sampleFromWire, parseTimestamp, type EpochMs, type Sample } from "../../../methodology/index.ts";
 
 /** One predicted transition, from a `# expect: ASSET FROM -> TO` header line. */
 export interface Expectation {

@@ -46,7 +46,7 @@ export interface Partition {
 }
 
 /**
- * Runs only the assets this engine leases (src/streams/nats/leases.ts). Every actor starts released; on acquiring an
+ * Runs only the assets this engine leases (src/streams/jetstream/leases.ts). Every actor starts released; on acquiring an
  * asset its state is read like a start-up recovery (KV snapshot, or a newer acknowledged transition, or the store),
  * the actor resumes at that state's own instant, is fed the samples it missed (replayable feeds), then re-armed at
  * the engine clock's now. On losing a lease the actor stops at once and nothing more is written for it; on a

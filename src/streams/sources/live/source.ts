@@ -9,10 +9,10 @@
  * that keeps only the latest leg per asset loses nothing it needs (latest wins).
  */
 import { Observable, asyncScheduler, type SchedulerLike } from "rxjs";
-import type { Clock } from "../../clock.ts";
-import type { LogLevel } from "../../config.ts";
+import type { Clock } from "../../../clock.ts";
+import type { LogLevel } from "../../../config.ts";
 import type { Leg, SourceStats } from "../legs.ts";
-import { Prng, streamSeed } from "../sim-prng.ts";
+import { Prng, streamSeed } from "../simulated-market/prng.ts";
 import { describeError } from "./errors.ts";
 
 /** Structured log callback: `msg` is a constant sentence, the variable parts go in `fields`. Never receives secrets. */

@@ -3,7 +3,7 @@
  * (Hylo, Solayer, Perena, PiggyBank) and DEX Screener markets have no live adapter yet: their legs keep coming from
  * the simulated market; docs/sources.md says what a production adapter for each must read.
  */
-import type { Catalog, CatalogAsset } from "../../catalog/index.ts";
+import type { Catalog, CatalogAsset } from "../../../catalog/index.ts";
 
 /** The live adapters. */
 export const LIVE_SOURCES = ["pyth", "jupiter", "sanctum", "solana_rpc"] as const;
