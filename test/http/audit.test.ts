@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { auditCsv, csvField } from "../../src/http/routes/audit.ts";
-import { AUDIT_CSV_LIMIT } from "../../src/http/schemas/index.ts";
+import { AUDIT_CSV_LIMIT, decodeCursor } from "../../src/http/schemas/index.ts";
 import { verifyBundle } from "../../src/methodology/index.ts";
 import { asset, DAY, DEAD_ID, NOW, PENDING_ID, UNKNOWN_ID } from "./fixtures.ts";
 import { harness, type Harness } from "./helpers.ts";
@@ -56,7 +56,7 @@ describe("GET /v1/audit", () => {
       cursor = body.next_before;
       if (cursor !== null) {
         expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
-        expect(JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))).toEqual({ t: expect.any(Number), id: body.data.at(-1)!.id });
+        expect(decodeCursor(cursor)).toEqual({ detected_at: expect.any(Number), id: body.data.at(-1)!.id });
       }
       pages++;
     } while (cursor !== null && pages < 10);

@@ -44,15 +44,35 @@ export interface Published {
   readonly stale: boolean;
   /** The smoothed discount when fresh, else null (risk_score and confidence need a fresh one). */
   readonly freshDiscount: Decimal | null;
+  /**
+   * When `state` began, or null when unknown: the one instant behind the state object's `since`, the card's
+   * `current_state_duration_secs` and `sustained` (see `publishedSinceOf`).
+   */
+  readonly since: EpochMs | null;
 }
 
 export function isStale(snap: SnapshotView, now: EpochMs): boolean {
   return now - snap.updated_at > STALE_AFTER_MS;
 }
 
+/**
+ * When the published state of a snapshot began (docs/methodology-notes.md, "Time in the published state"): the
+ * staleness instant for a collapsed snapshot; else the engine's `published_since`, which a gate (UNKNOWN over a
+ * committed band that persists underneath) and its clearing both restart, and which a restart keeps (from the actor
+ * snapshot or the last receipt). The engine's `committed_since` is not used when a `published_since` is known: it
+ * keeps running under a gate and a recovery from a receipt can reset it to the restart. Null when unknown.
+ */
+export function publishedSinceOf(snap: SnapshotView, now: EpochMs): EpochMs | null {
+  if (isStale(snap, now)) return snap.updated_at + STALE_AFTER_MS;
+  if (snap.published_since !== null) return snap.published_since;
+  // A row without published_since: the band's start is the state's start only when the state is that band (no gate).
+  return snap.state === snap.band ? snap.committed_since : null;
+}
+
 export function publishedOf(snap: SnapshotView, now: EpochMs): Published {
-  if (isStale(snap, now)) return { state: "UNKNOWN", stateReason: "stale_source", stale: true, freshDiscount: null };
-  return { state: snap.state, stateReason: snap.state_reason, stale: false, freshDiscount: parseDecimal(snap.discount) };
+  const since = publishedSinceOf(snap, now);
+  if (isStale(snap, now)) return { state: "UNKNOWN", stateReason: "stale_source", stale: true, freshDiscount: null, since };
+  return { state: snap.state, stateReason: snap.state_reason, stale: false, freshDiscount: parseDecimal(snap.discount), since };
 }
 
 /** risk_score of the published state (null for UNKNOWN, no fresh discount, collateral-ratio thresholds). */
@@ -147,11 +167,11 @@ export function buildAssetCard(
     intrinsic_usd: snap?.intrinsic_usd ?? null,
     market_usd: snap?.market_usd ?? null,
     risk_score: p === null ? null : riskScoreOf(asset, p),
-    ...(snap === undefined || p === null || snap.committed_since === null
+    ...(p === null || p.since === null
       ? {}
       : {
-          sustained: sustained(p.state, snap.committed_since, ctx.now, ctx.sustainedSecs),
-          current_state_duration_secs: wholeSecs(ctx.now - snap.committed_since),
+          sustained: sustained(p.state, p.since, ctx.now, ctx.sustainedSecs),
+          current_state_duration_secs: wholeSecs(ctx.now - p.since),
         }),
     ...(snap === undefined || p === null || p.freshDiscount === null ? {} : { confidence: snap.confidence }),
     circulating_supply: snap?.circulating_supply ?? null,
@@ -176,17 +196,17 @@ export function buildAssetCard(
 }
 
 /**
- * The asset state object (interface 2.5), or null when there is no complete snapshot. A stale snapshot is UNKNOWN
- * since the instant it went stale.
+ * The asset state object (interface 2.5), or null when there is no complete snapshot. `since` is the instant the
+ * card's `current_state_duration_secs` counts from (a stale snapshot is UNKNOWN since the instant it went stale); when
+ * that is unknown (the card then omits the duration), the snapshot's own instant.
  */
 export function buildAssetState(asset: CatalogAsset, snap: SnapshotView | undefined, now: EpochMs): AssetStateBody | null {
   if (snap === undefined || snap.discount === null || snap.intrinsic_usd === null || snap.market_usd === null) return null;
   const p = publishedOf(snap, now);
-  const since = p.stale ? snap.updated_at + STALE_AFTER_MS : (snap.published_since ?? snap.committed_since ?? snap.updated_at);
   return {
     asset: asset.symbol,
     state: p.state,
-    since: timestampToWire(since),
+    since: timestampToWire(p.since ?? snap.updated_at),
     discount: snap.discount,
     risk_score: riskScoreOf(asset, p),
     intrinsic_usd: snap.intrinsic_usd,

@@ -116,12 +116,14 @@ export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
       handler: async (req) => {
         const mint = req.params["mint"] ?? "";
         const a = rm.catalog.byMint(mint);
-        if (a === undefined || !a.active) throw new ApiError("asset_not_found", `no active asset has mint "${mint.slice(0, 64)}"`, { asset: a?.symbol ?? mint });
+        // `asset` is the offending symbol (interface 2.6): a mint no catalog entry has names no symbol, so it is omitted.
+        if (a === undefined || !a.active) throw new ApiError("asset_not_found", `no active asset has mint "${mint.slice(0, 64)}"`, a === undefined ? {} : { asset: a.symbol });
         return jsonResult(200, await detailCard(a));
       },
       spec: {
         summary: "One asset by mint",
-        description: "The same card as by symbol. 404 `asset_not_found` when no active asset has that mint.",
+        description:
+          "The same card as by symbol. 404 `asset_not_found` when no active asset has that mint; its `asset` names the symbol of an inactive catalog asset with that mint and is omitted for a mint the catalog does not have.",
         tags: ["assets"],
         params: { mint: PathParams.mint },
         responses: { 200: AssetCard },

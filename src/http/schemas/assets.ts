@@ -56,10 +56,12 @@ export const AssetCard = component(
       description: "0-100 anchored to the committed state; null for UNKNOWN, no fresh discount, or collateral-ratio thresholds.",
     }),
     sustained: z.boolean().nullable().optional().meta({
-      description: "A committed DRIFT-or-worse state held long enough to be a sustained episode. Omitted until computed.",
+      description:
+        "A committed DRIFT-or-worse state held long enough to be a sustained episode: true exactly when `state` is DRIFT or worse and current_state_duration_secs is at least the sustained threshold (900 s by default). Omitted with current_state_duration_secs.",
     }),
     current_state_duration_secs: Int64.min(0).nullable().optional().meta({
-      description: "Seconds in the current committed band. Omitted until stamped.",
+      description:
+        "Whole seconds in the current committed `state`, counted from the same instant as `since` of /v1/assets/{symbol}/state (truncated now - since): a gate to UNKNOWN and its clearing each start a new count; a stale snapshot counts from the instant it went stale; an engine restart keeps the count. Omitted until stamped.",
     }),
     confidence: Confidence.nullable().optional().meta({
       description: "Oracle confidence bucket of the latest snapshot. Omitted when there is no (fresh) discount snapshot.",
@@ -96,7 +98,10 @@ export const AssetState = component(
   z.strictObject({
     asset: z.string(),
     state: PegState,
-    since: Timestamp.meta({ description: "Since when the published state holds (the staleness instant for a stale snapshot)." }),
+    since: Timestamp.meta({
+      description:
+        "Since when `state` holds: the instant the AssetCard's current_state_duration_secs counts from. A gate to UNKNOWN and its clearing each move it; a stale snapshot is UNKNOWN since the instant it went stale (15 minutes after updated_at); an engine restart keeps it.",
+    }),
     discount: Decimal,
     risk_score: z.int32().min(0).max(100).nullable(),
     intrinsic_usd: Decimal,

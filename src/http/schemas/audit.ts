@@ -17,6 +17,7 @@ import {
   Uuid,
   component,
 } from "./common.ts";
+import { cursorText } from "./query.ts";
 
 export const OracleEntryWire = component(
   "OracleEntryWire",
@@ -135,7 +136,7 @@ export const AuditIndex = component(
     generated_at: Timestamp,
     count: Count,
     data: z.array(AuditIndexRow),
-    next_before: z.string().nullable().meta({ description: "Cursor for the next (older) page as `before`; null on the last page." }),
+    next_before: cursorText.nullable().meta({ description: "Cursor for the next (older) page as `before`; null on the last page." }),
   }),
   "A page of the audit ledger, newest first.",
 );

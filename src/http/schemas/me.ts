@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { DELIVERY_ERRORS, DELIVERY_STATUSES, MIN_SEVERITIES, SUBSCRIPTION_CHANNELS, WEBHOOK_FORMATS, WEBHOOK_STATUSES } from "../../store/index.ts";
 import { Count, Int64, Timestamp, Uuid, component, listEnvelopeOf } from "./common.ts";
-import { intParam, type PathParam, type QueryParam, cursorParam } from "./query.ts";
+import { intParam, type PathParam, type QueryParam, cursorParam, cursorText } from "./query.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Auth.
@@ -198,7 +198,7 @@ export const DeliveryPage = component(
     generated_at: Timestamp,
     count: Count,
     data: z.array(Delivery),
-    next_before: z.string().nullable().meta({ description: "Cursor for the next (older) page as `before`; null on the last page." }),
+    next_before: cursorText.nullable().meta({ description: "Cursor for the next (older) page as `before`; null on the last page." }),
   }),
   "A page of a webhook's delivery history, newest first.",
 );
@@ -209,7 +209,11 @@ export const DeliveryPage = component(
 export const DELIVERIES_LIMIT = { min: 1, max: 100, default: 50 } as const;
 
 export const DeliveriesQueryParams = {
-  before: { schema: cursorParam, doc: z.string(), description: "Opaque cursor: the `next_before` of the previous page." },
+  before: {
+    schema: cursorParam,
+    doc: cursorText,
+    description: "Opaque cursor: the `next_before` of the previous page. Anything else (not matching the pattern) is a 400.",
+  },
   limit: { schema: intParam(DELIVERIES_LIMIT), description: "Page size; out of range is a 400.", default: DELIVERIES_LIMIT.default },
 } satisfies Record<string, QueryParam<unknown>>;
 

@@ -58,29 +58,50 @@ export const timestampParam: z.ZodType<EpochMs, string> = z.string().transform((
   return t;
 });
 
-/** The audit ledger cursor: base64url of the JSON `{t, id}` of the last row served (t = detected_at, epoch ms). */
+/**
+ * A keyset cursor (`before` / `next_before` of the audit ledger and of a webhook's deliveries): the position (instant,
+ * id) of the last row served, newest first. `detected_at` is the row's instant (a delivery's `scheduled_at`).
+ */
 export interface AuditCursor {
   readonly detected_at: EpochMs;
   readonly id: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** The latest instant a cursor holds, 2^47 - 1 ms (year 6429): its 64-bit field then starts with 17 zero bits. */
+export const CURSOR_MAX_MS = 2 ** 47 - 1;
 
+/**
+ * Exactly the texts `decodeCursor` accepts, published as the parameter's `pattern`. A cursor is unpadded base64url of
+ * 24 bytes, the instant (unsigned 64-bit big-endian epoch ms, at most CURSOR_MAX_MS) then the id's 16 bytes: 32
+ * characters, with no spare bits (24 bytes are exactly 32 sextets), so every such text is one distinct cursor. The
+ * instant's 17 leading zero bits are the first two characters (`A` = six zero bits) and the third's first five bits
+ * (`A` or `B`); the other 29 characters are free (the rest of the instant and any 128-bit id).
+ */
+export const CURSOR_PATTERN = /^AA[AB][A-Za-z0-9_-]{29}$/;
+
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The cursor text of a position. A RangeError when the instant is outside 0..CURSOR_MAX_MS or the id is no UUID. */
 export function encodeCursor(c: AuditCursor): string {
-  return Buffer.from(JSON.stringify({ t: c.detected_at, id: c.id }), "utf8").toString("base64url");
+  if (!Number.isSafeInteger(c.detected_at) || c.detected_at < 0 || c.detected_at > CURSOR_MAX_MS) {
+    throw new RangeError(`cursor instant out of range: ${String(c.detected_at)}`);
+  }
+  if (!UUID_TEXT.test(c.id)) throw new RangeError("cursor id must be a UUID");
+  const bytes = Buffer.alloc(24);
+  bytes.writeBigUInt64BE(BigInt(c.detected_at), 0);
+  bytes.write(c.id.replace(/-/g, ""), 8, "hex");
+  return bytes.toString("base64url");
 }
 
+/** The position of a cursor text (the id in lowercase), or null when the text does not match CURSOR_PATTERN. */
 export function decodeCursor(text: string): AuditCursor | null {
-  if (!/^[A-Za-z0-9_-]{1,512}$/.test(text)) return null;
-  try {
-    const v: unknown = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
-    if (typeof v !== "object" || v === null || Array.isArray(v)) return null;
-    const { t, id } = v as { t?: unknown; id?: unknown };
-    if (typeof t !== "number" || !Number.isSafeInteger(t) || typeof id !== "string" || !UUID.test(id)) return null;
-    return { detected_at: t, id };
-  } catch {
-    return null;
-  }
+  if (!CURSOR_PATTERN.test(text)) return null;
+  const bytes = Buffer.from(text, "base64url");
+  const hex = bytes.toString("hex", 8, 24);
+  return {
+    detected_at: Number(bytes.readBigUInt64BE(0)),
+    id: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`,
+  };
 }
 
 export const cursorParam: z.ZodType<AuditCursor, string> = z.string().transform((s, ctx) => {
@@ -91,6 +112,9 @@ export const cursorParam: z.ZodType<AuditCursor, string> = z.string().transform(
   }
   return c;
 });
+
+/** How a cursor is documented (parameters `before`, members `next_before`): a string of CURSOR_PATTERN. */
+export const cursorText = z.string().regex(CURSOR_PATTERN);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Bounds (interface part 8, addendum B).
@@ -157,8 +181,8 @@ const auditFilters = {
   to: { schema: timestampParam, doc: timestampText, description: "Inclusive upper bound on detected_at. Default now." },
   before: {
     schema: cursorParam,
-    doc: z.string(),
-    description: "Opaque cursor: the `next_before` of the previous page.",
+    doc: cursorText,
+    description: "Opaque cursor: the `next_before` of the previous page. Anything else (not matching the pattern) is a 400.",
   },
 } satisfies Record<string, QueryParam<unknown>>;
 
