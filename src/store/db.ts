@@ -4,7 +4,8 @@
  * absorbed by the repositories (normalise.ts). Migrations run at open.
  */
 import { PGlite } from "@electric-sql/pglite";
-import { Kysely, PGliteDialect, PostgresDialect, type Dialect } from "kysely";
+import { Kysely, PostgresDialect, type Dialect } from "kysely";
+import { PGliteDialect } from "kysely-pglite-dialect";
 import { mkdirSync, statfsSync } from "node:fs";
 import pg from "pg";
 import type { Clock } from "../clock.ts";
@@ -97,9 +98,9 @@ function dialectFor(config: StoreConfig): Dialect {
     }
     case "pglite":
       mkdirSync(config.dataDir, { recursive: true });
-      return new PGliteDialect({ pglite: new PGlite(config.dataDir) });
+      return new PGliteDialect(new PGlite(config.dataDir));
     case "pglite-memory":
-      return new PGliteDialect({ pglite: new PGlite() });
+      return new PGliteDialect(new PGlite());
   }
 }
 

@@ -5,7 +5,7 @@
  * migration that has shipped.
  */
 import type { Kysely } from "kysely";
-import { Migrator, type Migration, type MigrationProvider } from "kysely/migration";
+import { Migrator, type Migration, type MigrationProvider } from "kysely";
 import * as initial from "./migrations/2026_11_21_0001_initial.ts";
 import * as readModels from "./migrations/2026_11_21_0002_read_models.ts";
 import * as accounts from "./migrations/2026_11_21_0003_accounts.ts";
