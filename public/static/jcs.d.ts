@@ -2,8 +2,6 @@
 export interface Digester {
   digest(algorithm: string, data: Uint8Array): Promise<ArrayBuffer>;
 }
-export declare function serializeString(s: string): string;
-export declare function serializeNumber(n: number): string;
 export declare function canonicalize(value: unknown): string;
 export declare function utf8(s: string): Uint8Array;
 export declare function receiptPreimage(methodologyVersion: string, gitSha: string, catalogEntry: unknown, inputsFrozen: unknown, computed: unknown): Uint8Array;

@@ -1,5 +1,6 @@
 // Receipt page (/receipt.html?id=ALERT_ID): shows /v1/audit/{id}/detail and re-derives its hash in the browser
-// (RFC 8785 JCS + WebCrypto SHA-256, methodology section 8). 202 = pending: retried after Retry-After.
+// (RFC 8785 JCS + WebCrypto SHA-256, or @noble/hashes' without WebCrypto; methodology section 8). 202 = pending:
+// retried after Retry-After.
 
 import { ApiError, errorText, getJson } from "./api.js";
 import { assetLink, badge, byId, el, replace, showError } from "./dom.js";
@@ -42,7 +43,7 @@ function render(r) {
 async function verify(r) {
   const node = byId("verdict");
   node.hidden = false;
-  const engine = globalThis.crypto?.subtle ? "WebCrypto SHA-256" : "built-in SHA-256, no WebCrypto here";
+  const engine = globalThis.crypto?.subtle ? "WebCrypto SHA-256" : "@noble/hashes SHA-256, no WebCrypto here";
   try {
     const { ok, expected, actual } = await verifyReceipt(r);
     node.dataset.ok = String(ok);

@@ -2,20 +2,27 @@
  * Session tokens (interface 5.3, addendum C): compact JWS, HS256 only, 7-day lifetime, claims `sub, jti, iat, exp,
  * iss, aud`, revocation by `jti` on every request, and a logout check that ignores `exp` but not the signature.
  *
- * The algorithm is pinned, not negotiated: the header segment must be exactly the base64url of
- * `{"alg":"HS256","typ":"JWT"}` and the key is always the HMAC secret, so `alg: none`, RS256/ES256 (algorithm
- * confusion), HS512, a missing `typ` or a `kid`/`jku` header are refused before anything else is read. Times are epoch milliseconds in (`Clock.now()`), NumericDate seconds in the claims.
+ * Verification is jose's `jwtVerify` (signature, `alg` pinned to HS256, `typ`, `iss`, `aud`, required claims, `nbf`),
+ * between two checks of ours for what jose accepts and a session must not (each one is a case of the attack corpus,
+ * test/auth/corpus.ts): before it, the token's shape, so nothing is parsed before the header is known to be exactly
+ * `{"alg":"HS256","typ":"JWT"}` (jose takes reordered or duplicate keys, `kid`/`jku`, `typ: "jwt"`) and every segment
+ * has its one canonical base64url spelling (jose's decoder takes `=` padding and stray low bits); after it, the
+ * claims' exact types (`aud` a string, not an array; integer NumericDates; `sub` and `jti` formats) and the lifetime
+ * (`exp` within 7 days after `iat`, `iat` at most `CLOCK_SKEW_SECONDS` ahead). Expiry is decided last and by us, to
+ * the millisecond of the injected clock; every refusal keeps the code it had (`sessionRefusal` maps jose's errors).
+ *
+ * Times are epoch milliseconds in (`Clock.now()`), NumericDate seconds in the claims.
  */
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes, webcrypto } from "node:crypto";
+import { SignJWT, errors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from "jose";
 import { AuthError, SessionSecretError, invalidToken } from "./auth-error.ts";
-import { decodeBase64url, encodeBase64url } from "./base64url.ts";
 import { hasControlCharacter } from "./text.ts";
 
 /** Session lifetime: 7 days in seconds (interface 5.3 and 8, "JWT lifetime 7 days"). */
 export const SESSION_TTL_SECONDS = 7 * 24 * 60 * 60;
 /** Shortest accepted HS256 key, in bytes (addendum C). */
 export const MIN_SECRET_BYTES = 32;
-/** How far in the future `iat` may be, in seconds, before a token counts as not yet valid. */
+/** How far in the future `iat` (and `nbf`) may be, in seconds, before a token counts as not yet valid. */
 export const CLOCK_SKEW_SECONDS = 60;
 /** Longest token accepted, in characters; ours are about 250. Bounds the work done on hostile input. */
 export const MAX_TOKEN_LENGTH = 2048;
@@ -24,12 +31,19 @@ export const SESSION_ISSUER = "peg-oracle";
 /** Default `aud` claim: the REST API's user routes. */
 export const SESSION_AUDIENCE = "peg-oracle/v1";
 
+const base64url = (bytes: string | Uint8Array): string => Buffer.from(bytes).toString("base64url");
 /** The only header we mint or accept, compared as text: `{"alg":"HS256","typ":"JWT"}` in base64url. */
-const HEADER_SEGMENT = encodeBase64url(JSON.stringify({ alg: "HS256", typ: "JWT" }));
-const HMAC_BYTES = 32;
+const HEADER_SEGMENT = base64url(JSON.stringify({ alg: "HS256", typ: "JWT" }));
 const JTI = /^[A-Za-z0-9_-]{16,128}$/;
 const MAX_SUB_LENGTH = 64;
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+/** What jose checks for us; `issuer`, `audience` and `currentDate` are added per call. */
+const JOSE_OPTIONS = {
+  algorithms: ["HS256"],
+  typ: "JWT",
+  requiredClaims: ["iss", "aud", "sub", "jti", "iat", "exp"],
+  // Applies to jose's `nbf` check (the same skew `iat` gets); its `exp` check is superseded by ours (see `authentic`).
+  clockTolerance: CLOCK_SKEW_SECONDS,
+} as const satisfies JWTVerifyOptions;
 
 /** The HMAC key and the expected `iss`/`aud` (defaults `SESSION_ISSUER`/`SESSION_AUDIENCE`). */
 export interface SessionKey {
@@ -92,10 +106,6 @@ export function sessionSecretBytes(secret: string | Uint8Array): Buffer {
   return bytes;
 }
 
-function sign(signingInput: string, secret: Buffer): Buffer {
-  return createHmac("sha256", secret).update(signingInput, "ascii").digest();
-}
-
 function subjectOf(userId: number | string): string {
   if (typeof userId === "number") {
     if (!Number.isSafeInteger(userId) || userId < 0) throw new RangeError(`userId ${userId} is not a non-negative safe integer`);
@@ -110,10 +120,11 @@ function isSubject(value: unknown): value is string {
 }
 
 /**
- * Mints a session token (interface 5.3): HS256, `iat` = now in whole seconds, `exp` = `iat` + 7 days, a random
- * 128-bit `jti` (base64url), `iss` and `aud` from the key.
+ * Mints a session token (interface 5.3) with jose's `SignJWT`: HS256, `typ: JWT`, `iat` = now in whole seconds,
+ * `exp` = `iat` + 7 days, a random 128-bit `jti` (base64url), `iss` and `aud` from the key. The header is exactly
+ * the pinned one `verifySession` accepts.
  */
-export function mintSession(input: MintSessionInput): MintedSession {
+export async function mintSession(input: MintSessionInput): Promise<MintedSession> {
   const secret = sessionSecretBytes(input.secret);
   const iat = Math.floor(input.now / 1000);
   const claims: SessionClaims = {
@@ -124,49 +135,77 @@ export function mintSession(input: MintSessionInput): MintedSession {
     iat,
     exp: iat + SESSION_TTL_SECONDS,
   };
-  const signingInput = `${HEADER_SEGMENT}.${encodeBase64url(JSON.stringify(claims))}`;
-  const token = `${signingInput}.${encodeBase64url(sign(signingInput, secret))}`;
+  const token = await new SignJWT({ ...claims }).setProtectedHeader({ alg: "HS256", typ: "JWT" }).sign(await hmacKey(secret));
   return { token, claims, expiresAt: claims.exp * 1000 };
 }
 
-function parseObject(bytes: Buffer): Record<string, unknown> | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(utf8.decode(bytes));
-  } catch {
-    return null;
+/**
+ * The HS256 key as a WebCrypto key, imported once per secret: jose imports a raw `Uint8Array` on every call, which
+ * costs more than the verification itself. A process has one session secret (tests a few), so the cache is tiny.
+ */
+const hmacKeys = new Map<string, Promise<webcrypto.CryptoKey>>();
+const MAX_CACHED_KEYS = 8;
+function hmacKey(secret: Buffer): Promise<webcrypto.CryptoKey> {
+  const id = secret.toString("base64");
+  let key = hmacKeys.get(id);
+  if (key === undefined) {
+    if (hmacKeys.size >= MAX_CACHED_KEYS) hmacKeys.clear();
+    key = webcrypto.subtle.importKey("raw", secret, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+    hmacKeys.set(id, key);
   }
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  return key;
 }
 
-const isNumericDate = (value: unknown): value is number => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
-
 /**
- * Everything but expiry and revocation, in an order that never reads an unauthenticated claim: shape, pinned
- * header, constant-time signature check, then the claims. Refusals are `invalid_token` (addendum B: bad signature,
- * wrong alg/iss/aud, malformed).
+ * The session code of an error thrown by `jwtVerify`, by jose class. `JWTExpired` is not here: jose throws it only
+ * after the signature and every claim check before `exp` passed, so it means "authentic, expired" (see `authentic`).
+ * Anything not listed (a `TypeError` for a bad option or key) is a bug of ours and propagates unchanged.
  */
-function authenticate(token: unknown, key: SessionKey, now: number): SessionClaims {
-  const secret = sessionSecretBytes(key.secret);
+export function sessionRefusal(err: unknown): unknown {
+  if (err instanceof errors.JWSSignatureVerificationFailed) return invalidToken("bad signature");
+  if (err instanceof errors.JOSEAlgNotAllowed) return invalidToken("the algorithm is not HS256");
+  if (err instanceof errors.JWTClaimValidationFailed) return invalidToken(`claim ${err.claim}: ${err.message}`);
+  if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid) return invalidToken(`malformed token: ${err.message}`);
+  if (err instanceof errors.JOSENotSupported) return invalidToken(`unsupported token: ${err.message}`);
+  return err;
+}
+
+/** A canonical unpadded base64url text: its bytes re-encode to the same text (one spelling per token). */
+function isCanonicalBase64url(text: string): boolean {
+  return /^[A-Za-z0-9_-]*$/.test(text) && text.length % 4 !== 1 && Buffer.from(text, "base64url").toString("base64url") === text;
+}
+
+/** The token when its shape is one we mint: a string of three segments, the pinned header, canonical base64url. */
+function pinnedShape(token: unknown): string {
   if (typeof token !== "string" || token.length === 0) throw invalidToken("no token");
   if (token.length > MAX_TOKEN_LENGTH) throw invalidToken("token too long");
   const parts = token.split(".");
   if (parts.length !== 3) throw invalidToken("a token has three dot-separated segments");
-  const [headerText, payloadText, signatureText] = parts as [string, string, string];
-
+  const [header, payload, signature] = parts as [string, string, string];
   // Byte-exact: no JSON parser differences (duplicate keys, key order) and no `kid`/`jku`/`crit` to honour.
-  if (headerText !== HEADER_SEGMENT) throw invalidToken("the header must be exactly {\"alg\":\"HS256\",\"typ\":\"JWT\"}");
+  if (header !== HEADER_SEGMENT) throw invalidToken("the header must be exactly {\"alg\":\"HS256\",\"typ\":\"JWT\"}");
+  if (!isCanonicalBase64url(payload) || !isCanonicalBase64url(signature)) throw invalidToken("malformed segment");
+  return token;
+}
 
-  const payloadBytes = decodeBase64url(payloadText);
-  const signature = decodeBase64url(signatureText);
-  if (payloadBytes === null || signature === null) throw invalidToken("malformed segment");
-  const expected = sign(`${headerText}.${payloadText}`, secret);
-  // Length first: timingSafeEqual needs equal lengths, and the length of an HS256 MAC is public anyway.
-  if (signature.length !== HMAC_BYTES || !timingSafeEqual(signature, expected)) throw invalidToken("bad signature");
+/** The verified payload, expired or not; every other failure is refused (`sessionRefusal`). */
+async function authentic(token: string, secret: Buffer, key: SessionKey, now: number): Promise<JWTPayload> {
+  try {
+    const options = { ...JOSE_OPTIONS, issuer: key.issuer ?? SESSION_ISSUER, audience: key.audience ?? SESSION_AUDIENCE, currentDate: new Date(now) };
+    return (await jwtVerify(token, await hmacKey(secret), options)).payload;
+  } catch (err) {
+    // Thrown after the signature, typ, iss, aud and nbf checks passed (jose's validateClaimsSet order); its payload
+    // is the verified claims set. The claim checks below run on it all the same.
+    if (err instanceof errors.JWTExpired) return err.payload;
+    throw sessionRefusal(err);
+  }
+}
 
-  const claims = parseObject(payloadBytes);
-  if (claims === null) throw invalidToken("malformed payload");
-  const { iss, aud, sub, jti, iat, exp } = claims;
+const isNumericDate = (value: unknown): value is number => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+
+/** Our claim rules on a verified payload (jose's own checks repeated where they are looser: `aud` arrays). */
+function sessionClaims(payload: JWTPayload, key: SessionKey, now: number): SessionClaims {
+  const { iss, aud, sub, jti, iat, exp } = payload;
   if (iss !== (key.issuer ?? SESSION_ISSUER)) throw invalidToken("wrong or missing iss");
   if (aud !== (key.audience ?? SESSION_AUDIENCE)) throw invalidToken("wrong or missing aud");
   if (!isSubject(sub)) throw invalidToken("missing or malformed sub");
@@ -178,12 +217,23 @@ function authenticate(token: unknown, key: SessionKey, now: number): SessionClai
 }
 
 /**
+ * Everything but expiry and revocation, in an order that never reads an unauthenticated claim: shape and pinned
+ * header, then jose (signature first), then the claims. Refusals are `invalid_token` (addendum B: bad signature,
+ * wrong alg/iss/aud, malformed).
+ */
+async function authenticate(token: unknown, key: SessionKey, now: number): Promise<SessionClaims> {
+  const secret = sessionSecretBytes(key.secret);
+  return sessionClaims(await authentic(pinnedShape(token), secret, key, now), key, now);
+}
+
+/**
  * Verifies a bearer token for a user route (interface 5.2-5.3, addendum B and C). Resolves to its claims, or rejects
  * with an `AuthError`: `invalid_token` (malformed, not HS256/JWT, bad signature, wrong or missing claim, issued in
- * the future beyond `CLOCK_SKEW_SECONDS`), `token_expired` (now >= exp) or `token_revoked` (`isRevoked(jti)`).
+ * the future beyond `CLOCK_SKEW_SECONDS`), `token_expired` (now >= exp) or `token_revoked` (`isRevoked(jti)`); with
+ * a `SessionSecretError` for a key shorter than 32 bytes.
  */
 export async function verifySession(token: unknown, options: VerifySessionOptions): Promise<SessionClaims> {
-  const claims = authenticate(token, options, options.now);
+  const claims = await authenticate(token, options, options.now);
   if (options.now >= claims.exp * 1000) throw new AuthError("token_expired", "the session has expired");
   if (await options.isRevoked(claims.jti)) throw new AuthError("token_revoked", "the session was revoked");
   return claims;
@@ -192,8 +242,9 @@ export async function verifySession(token: unknown, options: VerifySessionOption
 /**
  * Verifies the token presented to `POST /v1/auth/logout` (interface 4.6 and 5.5, addendum C: "verifies the signature,
  * ignores exp, revokes"). An expired but authentic token is accepted so its `jti` can be revoked; everything else is
- * checked as in `verifySession` (`invalid_token`). Revocation is not checked: logging out twice is not an error.
+ * checked as in `verifySession` (`invalid_token`; an expired token with a bad signature included). Revocation is not
+ * checked: logging out twice is not an error.
  */
-export function verifyForLogout(token: unknown, options: VerifyForLogoutOptions): SessionClaims {
+export async function verifyForLogout(token: unknown, options: VerifyForLogoutOptions): Promise<SessionClaims> {
   return authenticate(token, options, options.now);
 }

@@ -16,7 +16,7 @@ import { DAY_S, GOOD_JTI, NOW, NOW_S, OTHER_SECRET, SECRET, b64json, claimsAt, f
 
 const verify = (token: unknown, now = NOW, revoked: ReadonlySet<string> = new Set()): Promise<SessionClaims> =>
   verifySession(token, { secret: SECRET, now, isRevoked: (jti) => revoked.has(jti) });
-const logout = (token: unknown, now = NOW): SessionClaims => verifyForLogout(token, { secret: SECRET, now });
+const logout = (token: unknown, now = NOW): Promise<SessionClaims> => verifyForLogout(token, { secret: SECRET, now });
 
 /** The AuthError code a call fails with, or "accepted". Anything that is not an AuthError is rethrown. */
 async function outcome(call: () => unknown): Promise<string> {
@@ -49,7 +49,7 @@ describe("session JWT attack corpus", () => {
 
 describe("mintSession / verifySession", () => {
   it("mints HS256 with iss, aud, sub, iat, exp (7 days) and a random jti", async () => {
-    const minted = mintSession({ userId: 42, now: NOW + 999, secret: SECRET });
+    const minted = await mintSession({ userId: 42, now: NOW + 999, secret: SECRET });
     const [header, payload] = minted.token.split(".") as [string, string];
     expect(JSON.parse(Buffer.from(header, "base64url").toString())).toEqual({ alg: "HS256", typ: "JWT" });
     const claims = JSON.parse(Buffer.from(payload, "base64url").toString()) as Record<string, unknown>;
@@ -63,26 +63,27 @@ describe("mintSession / verifySession", () => {
     expect(await verify(minted.token, NOW + 1000)).toEqual(claims);
   });
 
-  it("gives every session its own jti", () => {
-    const jtis = new Set(Array.from({ length: 1000 }, () => mintSession({ userId: 1, now: NOW, secret: SECRET }).claims.jti));
+  it("gives every session its own jti", async () => {
+    const minted = await Promise.all(Array.from({ length: 1000 }, () => mintSession({ userId: 1, now: NOW, secret: SECRET })));
+    const jtis = new Set(minted.map((m) => m.claims.jti));
     expect(jtis.size).toBe(1000);
   });
 
   it("accepts until the instant of exp and refuses from it", async () => {
-    const { token, expiresAt } = mintSession({ userId: "u-1", now: NOW, secret: SECRET });
+    const { token, expiresAt } = await mintSession({ userId: "u-1", now: NOW, secret: SECRET });
     expect(await outcome(() => verify(token, expiresAt - 1))).toBe("accepted");
     expect(await outcome(() => verify(token, expiresAt))).toBe("token_expired");
   });
 
   it("uses a configured issuer and audience and refuses the defaults then", async () => {
     const key = { secret: SECRET, issuer: "https://oracle.example", audience: "dash" };
-    const { token } = mintSession({ ...key, userId: 7, now: NOW });
+    const { token } = await mintSession({ ...key, userId: 7, now: NOW });
     expect((await verifySession(token, { ...key, now: NOW, isRevoked: () => false })).aud).toBe("dash");
     expect(await outcome(() => verify(token))).toBe("invalid_token");
   });
 
   it("checks revocation by jti, after the signature, and accepts an async list", async () => {
-    const { token, claims } = mintSession({ userId: 42, now: NOW, secret: SECRET });
+    const { token, claims } = await mintSession({ userId: 42, now: NOW, secret: SECRET });
     const isRevoked = vi.fn(async (jti: string) => jti === claims.jti);
     expect(await outcome(() => verifySession(token, { secret: SECRET, now: NOW, isRevoked }))).toBe("token_revoked");
     expect(isRevoked).toHaveBeenCalledWith(claims.jti);
@@ -95,30 +96,30 @@ describe("mintSession / verifySession", () => {
   });
 
   it("fails closed when the revocation list cannot be read", async () => {
-    const { token } = mintSession({ userId: 42, now: NOW, secret: SECRET });
+    const { token } = await mintSession({ userId: 42, now: NOW, secret: SECRET });
     const down = new Error("store down");
     await expect(verifySession(token, { secret: SECRET, now: NOW, isRevoked: () => Promise.reject(down) })).rejects.toBe(down);
     await expect(verifySession(token, { secret: SECRET, now: NOW, isRevoked: () => { throw down; } })).rejects.toBe(down);
   });
 
   it("refuses a session key shorter than 32 bytes (addendum C), counting UTF-8 bytes", async () => {
-    expect(() => mintSession({ userId: 1, now: NOW, secret: "x".repeat(31) })).toThrow(SessionSecretError);
-    expect(() => mintSession({ userId: 1, now: NOW, secret: new Uint8Array(31) })).toThrow(SessionSecretError);
-    expect(() => verifyForLogout(valid, { secret: "short", now: NOW })).toThrow(SessionSecretError);
+    await expect(mintSession({ userId: 1, now: NOW, secret: "x".repeat(31) })).rejects.toThrow(SessionSecretError);
+    await expect(mintSession({ userId: 1, now: NOW, secret: new Uint8Array(31) })).rejects.toThrow(SessionSecretError);
+    await expect(verifyForLogout(valid, { secret: "short", now: NOW })).rejects.toThrow(SessionSecretError);
     await expect(verifySession(valid, { secret: "short", now: NOW, isRevoked: () => false })).rejects.toThrow(SessionSecretError);
-    expect(mintSession({ userId: 1, now: NOW, secret: "x".repeat(32) }).token).toBeTypeOf("string");
-    expect(mintSession({ userId: 1, now: NOW, secret: "é".repeat(16) }).token).toBeTypeOf("string");
+    expect((await mintSession({ userId: 1, now: NOW, secret: "x".repeat(32) })).token).toBeTypeOf("string");
+    expect((await mintSession({ userId: 1, now: NOW, secret: "é".repeat(16) })).token).toBeTypeOf("string");
   });
 
-  it("refuses to mint for a malformed user id", () => {
+  it("refuses to mint for a malformed user id", async () => {
     for (const userId of [-1, 1.5, Number.NaN, 2 ** 53, "", "a\nb", "x".repeat(65)]) {
-      expect(() => mintSession({ userId, now: NOW, secret: SECRET })).toThrow(RangeError);
+      await expect(mintSession({ userId, now: NOW, secret: SECRET })).rejects.toThrow(RangeError);
     }
   });
 
   it("interoperates with jose both ways (HS256, iss, aud pinned)", async () => {
     const key = new TextEncoder().encode(SECRET);
-    const { token } = mintSession({ userId: 42, now: NOW, secret: SECRET });
+    const { token } = await mintSession({ userId: 42, now: NOW, secret: SECRET });
     const { payload, protectedHeader } = await jwtVerify(token, key, {
       algorithms: ["HS256"],
       issuer: SESSION_ISSUER,
@@ -142,10 +143,10 @@ describe("mintSession / verifySession", () => {
 });
 
 describe("verifyForLogout", () => {
-  it("accepts an expired but authentic token and returns its jti", () => {
-    const { token, claims } = mintSession({ userId: 42, now: NOW, secret: SECRET });
+  it("accepts an expired but authentic token and returns its jti", async () => {
+    const { token, claims } = await mintSession({ userId: 42, now: NOW, secret: SECRET });
     const yearLater = NOW + 365 * DAY_S * 1000;
-    expect(logout(token, yearLater)).toEqual(claims);
+    expect(await logout(token, yearLater)).toEqual(claims);
   });
 
   it("refuses a forged expired token and alg none", async () => {

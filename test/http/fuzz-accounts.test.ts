@@ -16,11 +16,15 @@ let ah: AccountsHarness;
 let alice: { token: string; userId: number };
 let bob: { token: string; userId: number };
 let bobWebhook = "";
+let expiredToken = "";
+let forgedToken = "";
 const statuses = new Map<string, Set<number>>();
 
 beforeAll(async () => {
   ah = await accountsHarness();
   alice = await ah.login(1001, "Alice");
+  expiredToken = (await mintSession({ userId: alice.userId, now: NOW - 8 * DAY, secret: JWT_SECRET })).token;
+  forgedToken = (await mintSession({ userId: alice.userId, now: NOW, secret: "another-secret-that-is-at-least-32-bytes!" })).token;
   bob = await ah.login(1002, "Bob");
   const w = await ah.send("POST", "/v1/me/webhooks", bob.token, { url: "https://hooks.example.com/peg", asset: "USDC", threshold_bps: 50 });
   expect(w.status, JSON.stringify(w.body)).toBe(201);
@@ -86,9 +90,9 @@ function authHeader(kind: string): Record<string, string> {
     case "garbage":
       return { authorization: "Bearer x.y.z" };
     case "expired":
-      return { authorization: `Bearer ${mintSession({ userId: alice.userId, now: NOW - 8 * DAY, secret: JWT_SECRET }).token}` };
+      return { authorization: `Bearer ${expiredToken}` };
     case "forged":
-      return { authorization: `Bearer ${mintSession({ userId: alice.userId, now: NOW, secret: "another-secret-that-is-at-least-32-bytes!" }).token}` };
+      return { authorization: `Bearer ${forgedToken}` };
     case "basic":
       return { authorization: "Basic YWxpY2U6c2VjcmV0" };
     default:

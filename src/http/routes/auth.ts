@@ -81,11 +81,23 @@ export function parseJsonBody<T extends z.ZodType>(req: HttpRequest, schema: T):
   return validate(schema, readJson(req));
 }
 
-/** The parsed JSON value of the body (not validated). */
+/**
+ * The parsed JSON value of the body (not validated). JSON is UTF-8 (RFC 8259 section 8.1): a `charset` parameter
+ * naming anything else is a 415, never a body decoded as UTF-8 regardless.
+ */
 export function readJson(req: HttpRequest): unknown {
-  const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  const [media, ...params] = (req.headers["content-type"] ?? "").split(";");
+  const type = media!.trim().toLowerCase();
   if (type !== "application/json") {
     throw new ApiError("unsupported_media_type", `the request body must be application/json${type === "" ? "" : `, not ${type.slice(0, 64)}`}`);
+  }
+  for (const p of params) {
+    const eq = p.indexOf("=");
+    if (p.slice(0, eq < 0 ? p.length : eq).trim().toLowerCase() !== "charset") continue;
+    const charset = p.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1").toLowerCase();
+    if (eq < 0 || (charset !== "utf-8" && charset !== "utf8")) {
+      throw new ApiError("unsupported_media_type", `the request body must be UTF-8 JSON, not charset ${JSON.stringify(charset.slice(0, 32))}`);
+    }
   }
   if (req.body === null || req.body.length === 0) throw new ApiError("invalid_body", "a JSON body is required");
   try {
@@ -103,8 +115,8 @@ function validate<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
   throw new ApiError("invalid_body", `${where}: ${issue?.message ?? "invalid"}`);
 }
 
-function loginResponse(rm: ReadModel, user: UserRecord, secret: string): HttpResult {
-  const session = mintSession({ secret, userId: user.id, now: rm.clock.now() });
+async function loginResponse(rm: ReadModel, user: UserRecord, secret: string): Promise<HttpResult> {
+  const session = await mintSession({ secret, userId: user.id, now: rm.clock.now() });
   return jsonResult(
     200,
     {
@@ -212,7 +224,7 @@ export function authRoutes(rm: ReadModel, accounts: AccountsModel): DocumentedRo
         const now = rm.clock.now();
         let claims: SessionClaims;
         try {
-          claims = verifyForLogout(token, { secret, now });
+          claims = await verifyForLogout(token, { secret, now });
         } catch (e) {
           throw asApiError(e);
         }
