@@ -43,6 +43,8 @@ export interface AttemptInput {
   readonly ca?: string | Buffer | ReadonlyArray<string | Buffer>;
   /** Tests only: let loopback destinations through the SSRF guard (see `checkDestination`). Default false. */
   readonly allowLoopbackForTests?: boolean;
+  /** Destination ports allowed besides 443 (WEBHOOK_ALLOWED_PORTS, see `checkDestination`). Default none. */
+  readonly allowedPorts?: readonly number[];
 }
 
 export interface AttemptResult {
@@ -112,7 +114,11 @@ export async function attemptDelivery(input: AttemptInput): Promise<AttemptResul
   try {
     const timedOut = new Promise<"timeout">((resolve) => ctl.signal.addEventListener("abort", () => resolve("timeout"), { once: true }));
     const checked = await Promise.race([
-      checkDestination(input.url, { resolve: input.resolve, allowLoopbackForTests: input.allowLoopbackForTests === true }),
+      checkDestination(input.url, {
+        resolve: input.resolve,
+        allowLoopbackForTests: input.allowLoopbackForTests === true,
+        ...(input.allowedPorts === undefined ? {} : { allowedPorts: input.allowedPorts }),
+      }),
       timedOut,
     ]);
     if (checked === "timeout") return failed("timeout", null);

@@ -22,6 +22,11 @@ export interface CheckDestinationOptions {
    * this machine can be reached. Every other rule still applies, https included. Default false.
    */
   readonly allowLoopbackForTests?: boolean;
+  /**
+   * Destination ports allowed besides 443 (the https default), from WEBHOOK_ALLOWED_PORTS. Default none: a URL on any
+   * other port is refused, so registration, `/test` and delivery errors cannot be used to probe ports of public hosts.
+   */
+  readonly allowedPorts?: readonly number[];
 }
 
 /** Why a destination was refused (stable codes for logs and tests). */
@@ -68,6 +73,9 @@ export interface DestinationAccepted {
 
 export type DestinationCheck = DestinationAccepted | DestinationRefused;
 
+/** The https default port, always allowed. */
+const HTTPS_PORT = 443;
+
 /** Longest URL accepted. */
 export const MAX_URL_LENGTH = 2048;
 
@@ -97,6 +105,11 @@ const METADATA_NAMES: ReadonlySet<string> = new Set(["metadata.google.internal",
 
 function refuse(reason: RefusalReason, message: string): DestinationRefused {
   return { ok: false, reason, message, apiError: "invalid_body", deliveryError: reason === "unresolvable" ? "dns" : "ssrf_blocked" };
+}
+
+function portRefusal(port: number, allowedPorts: readonly number[]): DestinationRefused {
+  const allowed = [HTTPS_PORT, ...allowedPorts];
+  return refuse("bad_port", `port ${port} is not allowed: webhook URLs may use port${allowed.length > 1 ? "s" : ""} ${allowed.join(", ")} only`);
 }
 
 function isLoopbackName(name: string): boolean {
@@ -132,6 +145,9 @@ export async function checkDestination(url: string, opts: CheckDestinationOption
   if (parsed.username !== "" || parsed.password !== "") return refuse("userinfo", "the URL must not contain a user name or password");
   const port = parsed.port === "" ? 443 : Number(parsed.port);
   if (port < 1 || port > 65_535) return refuse("bad_port", `port ${port} is not a valid destination port`);
+  // Checked after the host's own rules (so a private host is refused as such) and before any resolution.
+  const allowedPorts = opts.allowedPorts ?? [];
+  const portRefused = port === HTTPS_PORT || allowedPorts.includes(port) ? null : portRefusal(port, allowedPorts);
 
   const rawHost = parsed.hostname.startsWith("[") ? parsed.hostname.slice(1, -1) : parsed.hostname;
   const path = parsed.pathname + parsed.search;
@@ -142,6 +158,7 @@ export async function checkDestination(url: string, opts: CheckDestinationOption
     if (!verdict.allowed && !(allowLoopback && verdict.loopback)) {
       return refuse("forbidden_address", `${rawHost} is not a public address: ${verdict.range}`);
     }
+    if (portRefused !== null) return portRefused;
     const address = verdict.allowed ? verdict.address : rawHost;
     return {
       ok: true,
@@ -160,6 +177,7 @@ export async function checkDestination(url: string, opts: CheckDestinationOption
   const name = rawHost.replace(/\.+$/, "");
   const why = nameRefusal(name, allowLoopback);
   if (why !== null) return refuse("forbidden_name", why);
+  if (portRefused !== null) return portRefused;
 
   let resolved: readonly string[];
   try {

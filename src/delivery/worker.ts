@@ -63,6 +63,8 @@ export interface WorkerOptions {
   readonly resolve?: Resolve;
   /** The Telegram Bot API (base URL and bot token) for `telegram` work; absent: such work is closed unsent. */
   readonly telegram?: { readonly apiUrl: string; readonly botToken: string };
+  /** Destination ports allowed besides 443 (WEBHOOK_ALLOWED_PORTS), checked again before every attempt. Default none. */
+  readonly allowedPorts?: readonly number[];
   /** Tests only: extra trusted CA (a test receiver's) and loopback destinations allowed. */
   readonly testOnly?: { readonly ca?: string; readonly allowLoopback?: boolean };
 }
@@ -181,6 +183,7 @@ export async function startDeliveryWorker(o: WorkerOptions): Promise<DeliveryWor
       now: o.now,
       ...(o.testOnly?.ca === undefined ? {} : { ca: o.testOnly.ca }),
       ...(o.testOnly?.allowLoopback === true ? { allowLoopbackForTests: true } : {}),
+      ...(o.allowedPorts === undefined ? {} : { allowedPorts: o.allowedPorts }),
     });
     stats.attempts++;
     // A Telegram URL carries the bot token: the recorded headers never do, and nothing else is secret.

@@ -29,8 +29,16 @@ export function addCorsHeaders(into: Record<string, string>, origins: ReadonlySe
   into["access-control-expose-headers"] = EXPOSED_HEADERS;
 }
 
-/** The answer to a preflight: 204 with the allowed methods and headers, or null when the origin is not allowed. */
-export function preflight(origins: ReadonlySet<string>, origin: string | undefined, requestedHeaders: string | undefined): Record<string, string> | null {
+/**
+ * The answer to a preflight: 204 with the allowed methods (`allow`: those of the requested path, as its `Allow`
+ * header lists them) and headers, or null when the origin is not allowed.
+ */
+export function preflight(
+  origins: ReadonlySet<string>,
+  origin: string | undefined,
+  requestedHeaders: string | undefined,
+  allow: string,
+): Record<string, string> | null {
   if (origin === undefined || !origins.has(origin)) return null;
   const asked = (requestedHeaders ?? "")
     .split(",")
@@ -38,7 +46,7 @@ export function preflight(origins: ReadonlySet<string>, origin: string | undefin
     .filter((h) => ALLOWED_REQUEST_HEADERS.has(h));
   return {
     ...corsHeaders(origins, origin),
-    "access-control-allow-methods": "GET, HEAD, POST, PATCH, DELETE, OPTIONS",
+    "access-control-allow-methods": allow,
     "access-control-allow-headers": asked.length > 0 ? asked.join(", ") : [...ALLOWED_REQUEST_HEADERS].join(", "),
     "access-control-max-age": "600",
   };

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../clock.ts";
+import { DEFAULT_IPV6_PREFIX, rateLimitKey } from "./client-ip.ts";
 import { addCorsHeaders, preflight } from "./cors.ts";
 import { ApiError } from "./errors.ts";
-import { addRateLimitHeaders, rateLimitHeaders, SlidingWindowLimiter } from "./rate-limit.ts";
-import type { Router } from "./router.ts";
+import { addRateLimitHeaders, addRateLimitPolicy, rateLimitHeaders, SlidingWindowLimiter } from "./rate-limit.ts";
+import { allowHeader, type Router } from "./router.ts";
 import type { HttpRequest, HttpResult } from "./types.ts";
 
 /**
@@ -18,6 +19,8 @@ export interface PipelineOptions {
   readonly clock: Clock;
   /** Requests per minute per client IP (RATE_LIMIT_PER_MIN). */
   readonly ratePerMinute: number;
+  /** IPv6 clients share one budget per prefix of this many bits (RATE_LIMIT_IPV6_PREFIX). Default 64. */
+  readonly ipv6Prefix?: number;
   readonly corsOrigins: readonly string[];
   /** Called on unexpected errors (the client sees a 500 `internal`). */
   readonly onError?: (e: unknown, req: RawRequest) => void;
@@ -47,6 +50,7 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Hand
   const limiter = new SlidingWindowLimiter(opts.ratePerMinute);
   const buckets = new Map<string, SlidingWindowLimiter>();
   const observe = opts.observe;
+  const ipv6Prefix = opts.ipv6Prefix ?? DEFAULT_IPV6_PREFIX;
   let sweptAt = 0;
 
   const failure = (e: unknown, raw: RawRequest): HttpResult => {
@@ -83,27 +87,33 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Hand
     try {
       if (raw.refused === "payload_too_large") throw new ApiError("payload_too_large", "request bodies are limited to 16384 bytes");
       if (raw.method === "OPTIONS") {
-        const pf = preflight(origins, raw.headers["origin"], raw.headers["access-control-request-headers"]);
-        const match = opts.router.match("GET", raw.path) ?? opts.router.match("POST", raw.path);
-        if (match === null) throw new ApiError("not_found", `no route for ${raw.path.slice(0, 200)}`);
-        return finish(raw, headers, { status: 204, headers: pf ?? { allow: "GET, HEAD, POST, PATCH, DELETE, OPTIONS" } }, null, started);
+        // No route has OPTIONS, so a known path answers with the methods its routes have (what a 405 lists).
+        const match = opts.router.match("OPTIONS", raw.path);
+        if (match === null || !("allow" in match)) throw new ApiError("not_found", `no route for ${raw.path.slice(0, 200)}`);
+        const allow = allowHeader(match.allow);
+        const pf = preflight(origins, raw.headers["origin"], raw.headers["access-control-request-headers"], allow);
+        return finish(raw, headers, { status: 204, headers: { ...pf, allow } }, null, started);
       }
       const match = opts.router.match(raw.method, raw.path);
       const route = match !== null && "route" in match ? match.route : null;
       routeTemplate = route?.path ?? null;
       if (route !== null && route.unlimited !== true) {
-        const d = limiter.take(raw.ip, now);
+        const key = rateLimitKey(raw.ip, ipv6Prefix);
+        const d = limiter.take(key, now);
         addRateLimitHeaders(headers, d);
         if (!d.allowed) throw new ApiError("rate_limited", `more than ${d.limit} requests per minute from this address`, { headers: rateLimitHeaders(d) });
         if (route.bucket !== undefined) {
           let b = buckets.get(route.bucket.name);
           if (b === undefined) buckets.set(route.bucket.name, (b = new SlidingWindowLimiter(route.bucket.perMinute)));
-          const bd = b.take(raw.ip, now);
+          const bd = b.take(key, now);
           if (!bd.allowed) {
             const h = rateLimitHeaders(bd, route.bucket.name);
             Object.assign(headers, h);
             throw new ApiError("rate_limited", `more than ${bd.limit} ${route.bucket.name} requests per minute from this address`, { headers: h });
           }
+          // The headers show the route's own budget, the one its 429 enforces; the structured fields list the default budget too.
+          addRateLimitHeaders(headers, bd, route.bucket.name);
+          addRateLimitPolicy(headers, d);
         }
       }
       const result = opts.router.run(match, raw, requestId);

@@ -103,3 +103,12 @@ export function addRateLimitHeaders(into: Record<string, string>, d: RateDecisio
   into["ratelimit"] = `"${policy}";r=${remaining};t=${reset}`;
   if (!d.allowed) into["retry-after"] = String(d.retryAfterSecs);
 }
+
+/**
+ * Appends a second policy `d` to the structured fields `into` already carries (`RateLimit-Policy` and `RateLimit` are
+ * lists): a route with its own budget shows that budget in the scalar fields and both policies in the lists.
+ */
+export function addRateLimitPolicy(into: Record<string, string>, d: RateDecision, policy = "default"): void {
+  into["ratelimit-policy"] = `${into["ratelimit-policy"] ?? ""}, "${policy}";q=${d.limit};w=60`.replace(/^, /, "");
+  into["ratelimit"] = `${into["ratelimit"] ?? ""}, "${policy}";r=${d.remaining};t=${d.resetSecs}`.replace(/^, /, "");
+}

@@ -131,10 +131,25 @@ export class Router {
   run(m: ReturnType<Router["match"]>, req: Omit<HttpRequest, "params" | "requestId">, requestId: string): Promise<HttpResult> | HttpResult {
     if (m === null) throw new ApiError("not_found", `no route for ${req.path.slice(0, 200)}`);
     if ("allow" in m) {
-      throw new ApiError("method_not_allowed", `${req.method} is not allowed here`, { headers: { allow: [...m.allow, "OPTIONS"].join(", ") } });
+      throw new ApiError("method_not_allowed", `${req.method} is not allowed here`, { headers: { allow: allowHeader(m.allow) } });
     }
     return m.route.handler({ method: req.method, path: req.path, params: m.params, query: req.query, headers: req.headers, ip: req.ip, requestId, body: req.body });
   }
+}
+
+/** The order methods are listed in `Allow`. */
+const METHOD_ORDER = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/**
+ * The `Allow` value of a path whose routes have `methods`: those methods, HEAD wherever GET is (HEAD is answered
+ * as GET), and OPTIONS (answered by the pipeline for every known path). The same value for a 405 and for OPTIONS.
+ */
+export function allowHeader(methods: readonly string[]): string {
+  const all = new Set(methods);
+  if (all.has("GET")) all.add("HEAD");
+  all.add("OPTIONS");
+  const rank = (m: string) => (METHOD_ORDER.includes(m) ? METHOD_ORDER.indexOf(m) : METHOD_ORDER.length);
+  return [...all].sort((a, b) => rank(a) - rank(b)).join(", ");
 }
 
 /** How many recent match results the router keeps. */

@@ -9,6 +9,7 @@ import type { HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.j
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { STATUS_CODES } from "node:http";
+import { canonicalIp, canonicalSet } from "./client-ip.ts";
 import { ApiError } from "./errors.ts";
 import type { Handled, HandledResult, RawRequest } from "./pipeline.ts";
 
@@ -48,17 +49,21 @@ const JSON_CONTENT_TYPE = "application/json";
 /**
  * The client address. Without a trusted proxy it is the socket's peer. Behind trusted proxies it is the right-most
  * X-Forwarded-For hop that is not itself a trusted proxy (hops further left were written by the client and prove
- * nothing). With `trustProxy` and no list, the connected peer is the one trusted proxy.
+ * nothing), in canonical form (`canonicalIp`). With `trustProxy` and no list, the connected peer is the one trusted
+ * proxy. A hop that is not an IP address never becomes the client (it would be a rate-limit key anyone can mint):
+ * the answer is then the socket's peer. `trusted` holds canonical addresses (`canonicalSet`).
  */
 export function clientAddress(peer: string, xff: string | undefined, trustProxy: boolean, trusted: ReadonlySet<string>): string {
   if (!trustProxy || xff === undefined) return peer;
-  if (trusted.size > 0 && !trusted.has(peer)) return peer; // a direct client cannot speak for anyone else
-  const hops = xff.split(",").map((s) => s.trim()).filter((s) => s !== "" && s.length <= 64);
+  if (trusted.size > 0 && !trusted.has(canonicalIp(peer) ?? peer)) return peer; // a direct client cannot speak for anyone else
+  const hops = xff.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  let hop: string | null = null;
   for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = hops[i]!;
+    hop = hops[i]!.length <= 64 ? canonicalIp(hops[i]!) : null;
+    if (hop === null) return peer;
     if (!trusted.has(hop)) return hop;
   }
-  return hops[0] ?? peer;
+  return hop ?? peer; // every hop a trusted proxy: the left-most
 }
 
 /** Writes a result: status, headers, then the body (none for 204/304 and HEAD), all inside one cork. */
@@ -158,7 +163,7 @@ export function serveUws(
   if (!uwsIsNative()) return Promise.reject(new UwsFallbackError());
   const app = uws.App();
   opts.configure?.(app);
-  const trusted = new Set(opts.trustedProxies ?? []);
+  const trusted = canonicalSet(opts.trustedProxies ?? []);
   // After close(): uWS stops listening but keeps open keep-alive connections. A request arriving on one (a client's
   // pooled connection) is answered 503 and its connection closed, so it never meets a closing store.
   const state = { closed: false };

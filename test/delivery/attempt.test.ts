@@ -40,11 +40,11 @@ function eventBody(alertId = randomUUID()): string {
 /** A signed attempt of `eventId` to `path`, as the worker will make it. */
 function signedAttempt(path: string, eventId: string, body: string, attempt = 1, over: Partial<AttemptInput> = {}): Promise<AttemptResult> {
   const headers = signDelivery({ eventId, deliveryId: randomUUID(), attempt, timestamp: unixSeconds(Date.now()), body, key });
-  return attemptDelivery({ url: url(path), body, headers, resolve: toLoopback, now, ca: rx.ca, allowLoopbackForTests: true, timeoutMs: 2_000, ...over });
+  return attemptDelivery({ url: url(path), body, headers, resolve: toLoopback, now, ca: rx.ca, allowLoopbackForTests: true, allowedPorts: [rx.port], timeoutMs: 2_000, ...over });
 }
 
 const plain = (path: string, over: Partial<AttemptInput> = {}): Promise<AttemptResult> =>
-  attemptDelivery({ url: url(path), body: "{}", headers: { "content-type": "application/json" }, resolve: toLoopback, now, ca: rx.ca, allowLoopbackForTests: true, timeoutMs: 2_000, ...over });
+  attemptDelivery({ url: url(path), body: "{}", headers: { "content-type": "application/json" }, resolve: toLoopback, now, ca: rx.ca, allowLoopbackForTests: true, allowedPorts: [rx.port], timeoutMs: 2_000, ...over });
 
 describe("attemptDelivery: success", () => {
   it("delivers a signed event that the receiver verifies with node:crypto, and the receiver de-duplicates a re-send", async () => {
@@ -69,7 +69,7 @@ describe("attemptDelivery: success", () => {
     const body = eventBody();
     const eventId = randomUUID();
     const headers = signDelivery({ eventId, deliveryId: randomUUID(), attempt: 1, timestamp: unixSeconds(Date.now()), body, key });
-    const res = await attemptDelivery({ url: url("/hook"), body: body.replace("-212", "-213"), headers, resolve: toLoopback, now, ca: rx.ca, allowLoopbackForTests: true });
+    const res = await attemptDelivery({ url: url("/hook"), body: body.replace("-212", "-213"), headers, resolve: toLoopback, now, ca: rx.ca, allowLoopbackForTests: true, allowedPorts: [rx.port] });
     expect(res).toMatchObject({ status: "failed", responseStatus: 401, error: "http_status" });
     expect(rx.received.find((r) => r.headers["x-svc-event-id"] === eventId)).toMatchObject({ verified: false, reason: "bad_signature" });
   });
@@ -128,13 +128,13 @@ describe("attemptDelivery: failures", () => {
     await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
     const port = (probe.address() as { port: number }).port;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
-    const res = await attemptDelivery({ url: `https://${NAME}:${port}/hook`, body: "{}", headers: {}, resolve: toLoopback, now, ca: rx.ca, allowLoopbackForTests: true });
+    const res = await attemptDelivery({ url: `https://${NAME}:${port}/hook`, body: "{}", headers: {}, resolve: toLoopback, now, ca: rx.ca, allowLoopbackForTests: true, allowedPorts: [port] });
     expect(res).toMatchObject({ status: "failed", error: "refused", address: "127.0.0.1" });
   });
 
   it("a certificate for another name is tls, and so is a certificate from an untrusted CA", async () => {
     expect(await plain("/hook", { url: url("/hook", OTHER_NAME) })).toMatchObject({ status: "failed", responseStatus: null, error: "tls" });
-    const { ca: _ca, ...noCa } = { url: url("/hook"), body: "{}", headers: {}, resolve: toLoopback, now, ca: rx.ca, allowLoopbackForTests: true };
+    const { ca: _ca, ...noCa } = { url: url("/hook"), body: "{}", headers: {}, resolve: toLoopback, now, ca: rx.ca, allowLoopbackForTests: true, allowedPorts: [rx.port] };
     expect(await attemptDelivery(noCa)).toMatchObject({ status: "failed", error: "tls" });
   });
 

@@ -52,7 +52,7 @@ afterAll(async () => {
 const toLoopback: Resolve = async () => ["127.0.0.1"];
 
 async function checked(url: string): Promise<DestinationAccepted> {
-  const res = await checkDestination(url, { resolve: toLoopback, allowLoopbackForTests: true });
+  const res = await checkDestination(url, { resolve: toLoopback, allowLoopbackForTests: true, allowedPorts: [port] });
   if (!res.ok) throw new Error(res.message);
   return res;
 }

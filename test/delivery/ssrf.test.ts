@@ -202,7 +202,7 @@ describe("checkDestination: legitimate destinations", () => {
 
   it("keeps a non-default port in the Host header and drops a trailing dot", async () => {
     const resolve = fakeResolver({ "hooks.example.com": ["93.184.215.14"] });
-    const res = await checkDestination("https://hooks.example.com.:8443/a/b", { resolve });
+    const res = await checkDestination("https://hooks.example.com.:8443/a/b", { resolve, allowedPorts: [8443] });
     expect(res).toMatchObject({ ok: true, port: 8443, path: "/a/b", hostHeader: "hooks.example.com:8443", servername: "hooks.example.com" });
     expect(resolve.calls).toEqual(["hooks.example.com"]);
   });
@@ -232,7 +232,7 @@ describe("checkDestination: legitimate destinations", () => {
     ["https://[2002:808:808::1]/", "2002:808:808::1", "[2002:808:808::1]"],
   ])("accepts the public literal %s without any lookup", async (url, pinned, hostHeader) => {
     const resolve = fakeResolver({});
-    const res = await checkDestination(url, { resolve });
+    const res = await checkDestination(url, { resolve, allowedPorts: [8443] });
     expect(res).toMatchObject({ ok: true, pinnedAddress: pinned, addresses: [pinned], hostHeader, servername: undefined });
     expect(resolve.calls).toEqual([]);
   });
@@ -253,14 +253,14 @@ describe("checkDestination: allowLoopbackForTests", () => {
   const resolve = (): ReturnType<typeof fakeResolver> => fakeResolver({ localhost: ["127.0.0.1", "::1"], "hooks.example.com": ["127.0.0.1"] });
 
   it("lets loopback through, and only loopback", async () => {
-    expect(await checkDestination("https://localhost:9443/h", { resolve: resolve(), allowLoopbackForTests: true })).toMatchObject({
+    expect(await checkDestination("https://localhost:9443/h", { resolve: resolve(), allowLoopbackForTests: true, allowedPorts: [9443] })).toMatchObject({
       ok: true,
       pinnedAddress: "127.0.0.1",
       addresses: ["127.0.0.1", "::1"],
       hostHeader: "localhost:9443",
     });
-    expect(await checkDestination("https://127.0.0.1:9443/", { resolve: resolve(), allowLoopbackForTests: true })).toMatchObject({ ok: true });
-    expect(await checkDestination("https://[::1]:9443/", { resolve: resolve(), allowLoopbackForTests: true })).toMatchObject({ ok: true, family: 6 });
+    expect(await checkDestination("https://127.0.0.1:9443/", { resolve: resolve(), allowLoopbackForTests: true, allowedPorts: [9443] })).toMatchObject({ ok: true });
+    expect(await checkDestination("https://[::1]:9443/", { resolve: resolve(), allowLoopbackForTests: true, allowedPorts: [9443] })).toMatchObject({ ok: true, family: 6 });
     expect(await checkDestination("https://hooks.example.com/", { resolve: resolve(), allowLoopbackForTests: true })).toMatchObject({ ok: true });
     for (const url of ["https://10.0.0.1/", "https://169.254.169.254/", "https://[fe80::1]/", "https://x.internal/", "http://localhost/", "https://u@localhost/"]) {
       expect(await checkDestination(url, { resolve: resolve(), allowLoopbackForTests: true }), url).toMatchObject({ ok: false });

@@ -210,6 +210,8 @@ export interface AccountsHarness {
 export interface AccountsHarnessOptions {
   /** Where the clocks (the read model's and the store's) start, epoch ms; default NOW. */
   readonly now?: number;
+  /** Webhook destination ports allowed besides 443 (WEBHOOK_ALLOWED_PORTS); default none. */
+  readonly allowedPorts?: readonly number[];
 }
 
 export async function accountsHarness(
@@ -218,7 +220,8 @@ export async function accountsHarness(
 ): Promise<AccountsHarness> {
   const start = opts.now ?? NOW;
   const store = await openStore({ kind: "pglite-memory" }, new SimulatedClock(start));
-  const build = () => harness({ env, now: start, accounts: { model: createStoreAccountsModel(store), resolve: fakeResolve } });
+  const ports = opts.allowedPorts === undefined ? {} : { allowedPorts: opts.allowedPorts };
+  const build = () => harness({ env, now: start, accounts: { model: createStoreAccountsModel(store), resolve: fakeResolve, ...ports } });
   let h = build();
   const send = (method: string, path: string, token: string | null, body?: unknown) =>
     h.call(path, {

@@ -70,6 +70,7 @@ beforeAll(async () => {
   const startedAt = Math.floor(Date.now() / 10_000) * 10_000;
   const config = parseConfig({
     PORT: String(await freePort()),
+    METRICS_PORT: "0",
     HOST: "127.0.0.1",
     NATS_URL: nats.url,
     DATA_DIR: dir,
@@ -79,6 +80,7 @@ beforeAll(async () => {
     TELEGRAM_BOT_TOKEN: BOT_TOKEN,
     TELEGRAM_API_URL: bot.url,
     WEBHOOK_TIME_SCALE: TIME_SCALE,
+    WEBHOOK_ALLOWED_PORTS: String(rx.port),
   });
   const names = new Set<string>([NAME, ...CHAT_NAMES]);
   service = await startService(config, catalog, {

@@ -47,6 +47,8 @@ export interface MeRouteOptions {
   readonly resolve?: Resolve;
   /** Tests only: accept loopback destinations (a receiver on this machine). Default false. */
   readonly allowLoopbackForTests?: boolean;
+  /** Destination ports webhook URLs may use besides 443 (WEBHOOK_ALLOWED_PORTS). Default none. */
+  readonly allowedPorts?: readonly number[];
 }
 
 const ts = (ms: EpochMs): string => timestampToWire(ms);
@@ -150,7 +152,11 @@ export function meRoutes(rm: ReadModel, accounts: AccountsModel, opts: MeRouteOp
   };
 
   const checkedUrl = async (url: string): Promise<string> => {
-    const c = await checkDestination(url, { resolve, allowLoopbackForTests: opts.allowLoopbackForTests === true });
+    const c = await checkDestination(url, {
+      resolve,
+      allowLoopbackForTests: opts.allowLoopbackForTests === true,
+      ...(opts.allowedPorts === undefined ? {} : { allowedPorts: opts.allowedPorts }),
+    });
     if (!c.ok) throw new ApiError(c.apiError, `url: ${c.message}`);
     return c.url;
   };

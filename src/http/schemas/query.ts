@@ -43,16 +43,30 @@ export function intParam(bounds: { min?: number; max?: number } = {}): z.ZodType
     .pipe(n);
 }
 
-const timestampText = z.string().meta({ format: "date-time" });
+/**
+ * The instants a timestamp parameter may name: 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z, after its offset
+ * is applied. Both ends and every window derived from them (a default `from` is `to` minus at most 90 days) are
+ * instants PostgreSQL's timestamptz and a JS Date hold, and a four-digit year in UTC; outside it is a 400.
+ */
+export const TIMESTAMP_RANGE = { min: 0, max: Date.UTC(9999, 11, 31, 23, 59, 59, 999), text: "1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z" } as const;
+
+const timestampText = z.string().meta({
+  format: "date-time",
+  description: `RFC 3339 timestamp (any offset) of an instant from ${TIMESTAMP_RANGE.text}; outside that range is a 400 \`invalid_query\`.`,
+});
 
 /**
- * An RFC 3339 timestamp (any offset), parsed to epoch milliseconds. A `+hh:mm` offset sent unencoded arrives as a
- * space (form decoding of `+`), so a space right before the offset is read as `+`.
+ * An RFC 3339 timestamp (any offset), parsed to epoch milliseconds within TIMESTAMP_RANGE. A `+hh:mm` offset sent
+ * unencoded arrives as a space (form decoding of `+`), so a space right before the offset is read as `+`.
  */
 export const timestampParam: z.ZodType<EpochMs, string> = z.string().transform((s, ctx) => {
   const t = parseTimestamp(s.replace(/^(\d{4}-\d{2}-\d{2}T[\d:.]+) (\d{2}:\d{2})$/, "$1+$2"));
   if (t === null) {
     ctx.addIssue({ code: "custom", message: "must be an RFC 3339 timestamp such as 2026-06-12T10:00:00Z" });
+    return z.NEVER;
+  }
+  if (t < TIMESTAMP_RANGE.min || t > TIMESTAMP_RANGE.max) {
+    ctx.addIssue({ code: "custom", message: `must be an instant from ${TIMESTAMP_RANGE.text}` });
     return z.NEVER;
   }
   return t;

@@ -13,8 +13,14 @@ export const WS_LIMITS = {
   backpressureBytes: 1024 * 1024,
   heartbeatMs: 15_000,
   idleTimeoutSecs: 60,
-  /** Largest client frame accepted (bigger frames close the connection). */
+  /** Largest client message accepted; a bigger one closes the connection with 1009 (message too big). */
   maxPayloadBytes: 16 * 1024,
+  /**
+   * Largest client message read at all. Messages above `maxPayloadBytes` up to this size are read so the close can
+   * say 1009; uWebSockets refuses bigger frames at their header, without reading them, and can only drop the TCP
+   * connection (the client sees 1006). As large as the send budget a client already has (`backpressureBytes`).
+   */
+  maxReadBytes: 1024 * 1024,
   /** Live state messages per asset per second at most. */
   statesPerSecond: 4,
   /** How far back `since_seq` replays. */
@@ -22,7 +28,7 @@ export const WS_LIMITS = {
 } as const;
 
 /** Close codes the server uses. */
-export const CLOSE = { policy: 1008, tryAgainLater: 1013, goingAway: 1001 } as const;
+export const CLOSE = { policy: 1008, messageTooBig: 1009, tryAgainLater: 1013, goingAway: 1001 } as const;
 
 export type WsErrorCode =
   | "invalid_message"
