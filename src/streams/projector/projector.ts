@@ -97,9 +97,16 @@ function oracleOf(oracle: SampleWire["oracle"] | null | undefined): OracleSnapsh
 /**
  * Projects `peg.sample.*` batches into raw sample rows (idempotent by mint, instant and trigger; the rollups are
  * recomputed from raw rows, so redelivery never double-counts) and the latest snapshot per asset (versioned by the
- * stream sequence, so an older message never overwrites a newer one).
+ * stream sequence, so an older message never overwrites a newer one). `supplyOf` gives the latest circulating supply
+ * of a mint (wire decimal; the feed's `SupplyBook`), stamped on each snapshot; null (or no `supplyOf`) keeps the
+ * stored one.
  */
-export function sampleProjector(store: Store, stats: ProjectorStats, onReject?: (why: string) => void) {
+export function sampleProjector(
+  store: Store,
+  stats: ProjectorStats,
+  onReject?: (why: string) => void,
+  supplyOf?: (mint: string) => string | null,
+) {
   return async (batch: readonly BatchMessage[]): Promise<void> => {
     const rows: SampleRow[] = [];
     const latest = new Map<string, SnapshotRow>();
@@ -153,8 +160,8 @@ export function sampleProjector(store: Store, stats: ProjectorStats, onReject?: 
         version: m.seq,
         sol_per_lst: optionalDecimal(s.sample?.intrinsic_sol),
         oracle: oracleOf(s.sample?.oracle),
-        // Not carried by samples: a slow signal, written on its own cadence; null keeps the stored value.
-        circulating_supply: null,
+        // Not carried by samples: a slow signal observed on its own cadence; null keeps the stored value.
+        circulating_supply: supplyOf?.(s.mint) ?? null,
       });
     }
     if (rows.length > 0) {

@@ -50,6 +50,9 @@ export type Leg =
 
 export type LegKind = Leg["kind"];
 
+/** A circulating-supply leg (live: Solana RPC `getTokenSupply`; `FEED=sim`: the simulated supplies). */
+export type SupplyLeg = Extract<Leg, { kind: "supply" }>;
+
 /** Counters every source keeps, so a bad payload is visible without ever crashing the stream. */
 export interface SourceStats {
   /** Messages or responses parsed into legs. */

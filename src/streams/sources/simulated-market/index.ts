@@ -1,14 +1,17 @@
 /**
  * The simulated market (`FEED=sim`, the default feed): a seeded, deterministic market for every asset given, with
- * occasional incidents, so a newcomer sees realistic behaviour and state transitions within minutes.
+ * occasional incidents (the first within a minute), so a newcomer sees every state and card field the service
+ * publishes; `simulatedSupply` adds the circulating supplies.
  *
  * Backpressure policy: the source is a cold, timer-driven Observable. Each subscription builds its own market from
- * the seed and emits a bounded burst per tick: exactly one sample per asset, synchronously, in asset order. The feed
- * itself is lossless (it neither buffers nor drops); a consumer must process each burst synchronously (as
- * `ActorHost.ingest` does) or apply its own lossy policy, e.g. latest-wins per asset with `groupBy` + `sampleTime`.
+ * the seed and emits a bounded burst per tick: one sample per asset (none for an asset in an `outage` incident),
+ * synchronously, in asset order. The feed itself is lossless (it neither buffers nor drops); a consumer must process
+ * each burst synchronously (as `ActorHost.ingest` does) or apply its own lossy policy, e.g. latest-wins per asset with
+ * `groupBy` + `sampleTime`.
  * With the default asyncScheduler a slow synchronous consumer delays the next tick; missed periods are not queued.
  *
- * The price model per class and the incident shapes are documented in `model.ts` and `incidents.ts`.
+ * The price model per class, the incident shapes and the supplies are documented in `model.ts`, `incidents.ts` and
+ * `supply.ts`.
  */
 import { asyncScheduler, defer, timer, concatMap, type Observable, type SchedulerLike } from "rxjs";
 import type { CatalogAsset } from "../../../catalog/index.ts";
@@ -18,6 +21,7 @@ import { SimMarketModel } from "./model.ts";
 
 export { SimMarketModel, type SimModelOptions } from "./model.ts";
 export { INCIDENT_KINDS, type DepegSeverity, type IncidentKind, type IncidentRecord } from "./incidents.ts";
+export { SIM_DEFAULT_SUPPLY_EVERY_MS, SimSupplyModel, simulatedSupply, type SimSupplyOptions } from "./supply.ts";
 
 /** Default tick: one sample per asset per second. */
 export const SIM_DEFAULT_TICK_MS = 1000;

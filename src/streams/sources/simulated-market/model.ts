@@ -24,7 +24,6 @@ import {
   D,
   ONE,
   ZERO,
-  crEntryLevels,
   isCrThresholds,
   spreadEntryLevels,
   type AssetClass,
@@ -32,8 +31,9 @@ import {
   type OracleEntry,
   type Sample,
 } from "../../../methodology/index.ts";
-import { IncidentDirector, NO_INCIDENTS, type AssetOverlay, type IncidentRecord, type IncidentTarget } from "./incidents.ts";
+import { IncidentDirector, NO_INCIDENTS, type AssetOverlay, type IncidentRecord } from "./incidents.ts";
 import { Prng, streamSeed } from "./prng.ts";
+import { feedOf, feedsOf, incidentTargetOf } from "./targets.ts";
 import { MeanReverting, PriceWalk, discounted, fromUnits } from "./processes.ts";
 
 export interface SimModelOptions {
@@ -110,9 +110,6 @@ interface Feed {
   readonly confPpm: number;
 }
 
-const feedOf = (s: { readonly feed?: string } | null | undefined): string | null =>
-  s != null && typeof s.feed === "string" && s.feed !== "" ? s.feed : null;
-
 /** Per-tick persistence of an AR(1) with the given per-second persistence, for any tick length. */
 function persistence(perSecondDecay: number, tickMs: number): number {
   return Math.min(0.999, Math.max(0, 1 - (perSecondDecay * tickMs) / 1000));
@@ -154,14 +151,7 @@ export class SimMarketModel {
     this.#feeds = this.#makeFeeds(options.assets);
 
     if (options.incidentEveryMs > 0) {
-      const targets: IncidentTarget[] = options.assets.map((a, i) => ({
-        symbol: a.symbol,
-        group: a.class,
-        yieldBearing: a.class === "stable_yield",
-        spread: spreadEntryLevels(isCrThresholds(a.thresholds) ? {} : a.thresholds),
-        cr: isCrThresholds(a.thresholds) ? crEntryLevels(a.thresholds) : null,
-        feeds: this.#assets[i]!.feeds,
-      }));
+      const targets = options.assets.map(incidentTargetOf);
       this.#director = new IncidentDirector(targets, new Prng(streamSeed(seed, "incidents")), tickMs, options.incidentEveryMs);
     } else {
       this.#director = null;
@@ -178,7 +168,10 @@ export class SimMarketModel {
     return this.#tick;
   }
 
-  /** Advances the market by one tick and returns one sample per asset (asset order), stamped `now`. */
+  /**
+   * Advances the market by one tick and returns one sample per asset (asset order), stamped `now`; an asset in an
+   * `outage` incident has none (its processes still step, so its path does not depend on the outage).
+   */
   tick(now: number): Sample[] {
     const k = this.#tick++;
     const { tickMs, epochMs } = this.#opts;
@@ -205,7 +198,7 @@ export class SimMarketModel {
       entries.set(f.name, { price, conf, publish_time: Math.max(0, now - lag) });
     }
 
-    return this.#assets.map((a) => {
+    return this.#assets.filter((a) => incidents.assets.get(a.symbol)?.silent !== true).map((a) => {
       const l = legs.get(a.symbol)!;
       const oracle: Record<string, OracleEntry> = {};
       for (const name of a.feeds) oracle[name] = entries.get(name)!;
@@ -228,7 +221,7 @@ export class SimMarketModel {
     const tickMs = this.#opts.tickMs;
     const drift = spreadEntryLevels(isCrThresholds(a.thresholds) ? {} : a.thresholds).drift;
     const rho = persistence(0.1, tickMs);
-    const feeds = [...new Set([feedOf(a.market), feedOf(a.intrinsic)].filter((f): f is string => f !== null))].sort();
+    const feeds = feedsOf(a);
     let state: ClassState;
     let spread: MeanReverting;
     switch (a.class) {
