@@ -152,10 +152,10 @@ describe("sessions and logout", () => {
     await check({ authorization: `Bearer ${h}.${p}x.${s}` }, "invalid_token");
     const none = `${Buffer.from('{"alg":"none","typ":"JWT"}').toString("base64url")}.${p}.`;
     await check({ authorization: `Bearer ${none}` }, "invalid_token");
-    const foreign = mintSession({ secret: "another-key-of-at-least-32-bytes-long!!", userId: 1, now: NOW }).token;
+    const foreign = (await mintSession({ secret: "another-key-of-at-least-32-bytes-long!!", userId: 1, now: NOW })).token;
     await check({ authorization: `Bearer ${foreign}` }, "invalid_token");
     // Authentic, but for a user that does not exist: refused on /v1/me (logout still revokes it).
-    const ghost = mintSession({ secret: JWT_SECRET, userId: 999, now: NOW }).token;
+    const ghost = (await mintSession({ secret: JWT_SECRET, userId: 999, now: NOW })).token;
     const a = await ah.send("GET", "/v1/me", ghost);
     expect([a.status, errorOf(a)]).toEqual([401, "invalid_token"]);
     // lower-case scheme is accepted (RFC 9110: case-insensitive).
@@ -167,7 +167,7 @@ describe("disabled features", () => {
   it("without JWT_SECRET every account route answers 503 not_ready", async () => {
     const off = await accountsHarness({ TELEGRAM_BOT_TOKEN: BOT_TOKEN });
     try {
-      const t = mintSession({ secret: JWT_SECRET, userId: 1, now: NOW }).token;
+      const t = (await mintSession({ secret: JWT_SECRET, userId: 1, now: NOW })).token;
       for (const [method, path, body] of [
         ["POST", "/v1/auth/messenger", widgetPayload({ id: 1, first_name: "A" }, NOW)],
         ["POST", "/v1/auth/magic/mint", undefined],
@@ -192,7 +192,7 @@ describe("disabled features", () => {
       const a = await off.send("POST", "/v1/auth/messenger", null, widgetPayload({ id: 1, first_name: "A" }, NOW));
       expect([a.status, errorOf(a)]).toEqual([503, "not_ready"]);
       expect((a.body as { message: string }).message).toMatch(/TELEGRAM_BOT_TOKEN/);
-      const ghost = mintSession({ secret: JWT_SECRET, userId: 1, now: NOW }).token;
+      const ghost = (await mintSession({ secret: JWT_SECRET, userId: 1, now: NOW })).token;
       expect((await off.send("POST", "/v1/auth/logout", ghost)).status).toBe(204);
     } finally {
       await off.close();
