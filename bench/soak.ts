@@ -4,8 +4,9 @@
  * production rate, against a nats-server and a PostgreSQL 15 this script starts in temporary directories on free
  * ports. Meanwhile it
  *
- * - samples the service's RSS (/proc/<pid>/status VmRSS), CPU (/proc/<pid>/stat) and, from its /metrics, heap,
- *   external memory, event-loop lag and ingested samples, every SOAK_SAMPLE_SECONDS (10);
+ * - samples the service's RSS (/proc/<pid>/status VmRSS), CPU (/proc/<pid>/stat) and, from its /metrics (on the
+ *   metrics listener, METRICS_PORT), heap, external memory, event-loop lag and ingested samples, every
+ *   SOAK_SAMPLE_SECONDS (10);
  * - drives an open-loop HTTP load of SOAK_HTTP_RATE (20) requests/s (fixed send schedule, never waiting for answers)
  *   over five public routes with node:http, latency from the scheduled send time to the end of the body;
  * - follows `/v1/ws` as a dashboard does (one client subscribed to `*`): detected -> received latency of every
@@ -25,6 +26,7 @@
  * sample and window as JSON).
  */
 import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
@@ -186,10 +188,12 @@ const version = (cmd: string, args: string[]) => (spawnSync(cmd, args, { encodin
  */
 const agent = new Agent({ keepAlive: true, maxSockets: 64, timeout: 5_000 });
 let port = 0;
+/** The metrics listener's port (METRICS_PORT): /metrics is not served on the public port. */
+let metricsPort = 0;
 
-function get(path: string): Promise<{ status: number; body: string }> {
+function get(path: string, to = port): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port, path, agent, timeout: HTTP_TIMEOUT_MS }, (res) => {
+    const req = request({ host: "127.0.0.1", port: to, path, agent, timeout: HTTP_TIMEOUT_MS }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
@@ -336,7 +340,7 @@ async function sampleOnce(pid: number): Promise<void> {
   const { rss, cpu } = procStatus(pid);
   let m = new Map<string, number>();
   try {
-    const r = await get("/metrics");
+    const r = await get("/metrics", metricsPort);
     if (r.status === 200) m = metricsOf(r.body);
   } catch {
     // Counted by the load when the service is unreachable; the RSS sample still stands.
@@ -409,6 +413,7 @@ try {
   pg = await startPostgres();
   dataDir = mkdtempSync(join(tmpdir(), "peg-soak-"));
   port = await freePort();
+  metricsPort = await freePort();
   const env: Record<string, string> = {
     PATH: process.env["PATH"] ?? "",
     HOME: process.env["HOME"] ?? "/tmp",
@@ -417,6 +422,9 @@ try {
     DATA_DIR: dataDir,
     HOST: "127.0.0.1",
     PORT: String(port),
+    METRICS_PORT: String(metricsPort),
+    // DATABASE_URL is set: the private keys in it are sealed under a key of this run.
+    SECRETS_KEY: randomBytes(32).toString("base64"),
     FEED: "sim",
     SIM_SEED: String(SEED),
     SIM_INCIDENT_EVERY_MS: String(INCIDENT_EVERY_MS),
@@ -687,7 +695,7 @@ Load: ${HTTP_RATE} HTTP requests/s, open loop (sent on a fixed schedule whatever
 send to the end of the body, node:http with keep-alive) over \`/v1/peg/feed\`, \`/v1/assets/{symbol}/state\`,
 \`/v1/assets/{symbol}\`, \`/v1/assets/{symbol}/history\` and \`/v1/alerts?limit=20\` in turn (assets in turn), and one
 WebSocket client on \`/v1/ws\` subscribed to \`*\`. RSS is the service's VmRSS (\`/proc/<pid>/status\`), heap and external
-memory its own \`/metrics\`, every ${SAMPLE_S} s.
+memory its own \`/metrics\` (the metrics listener, \`METRICS_PORT\`), every ${SAMPLE_S} s.
 
 Memory (one row per ${rowEvery === 60_000 ? "minute" : `${SAMPLE_S} s`}; MiB):
 

@@ -13,6 +13,7 @@
  * first 200 from `/readyz`, plus the recovery summary and RSS. Rewrites the "startup" section of docs/benchmarks.md.
  */
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -99,6 +100,9 @@ try {
     DATA_DIR: dataDir,
     HOST: "127.0.0.1",
     PORT: String(await freePort()),
+    METRICS_PORT: "0",
+    // DATABASE_URL is set: the private keys in it are sealed under a key of this run (the same for the three starts).
+    SECRETS_KEY: randomBytes(32).toString("base64"),
     FEED: "sim",
     SIM_TICK_MS: String(SIM_TICK_MS),
     LOG_LEVEL: "info",

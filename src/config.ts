@@ -17,6 +17,7 @@ import {
   parseRegistry,
   type MethodologyRelease,
 } from "./methodology/index.ts";
+import { parseSecretsKey } from "./secret-box.ts";
 
 /** Where samples come from. `scenario` replays `scenarios/<name>.jsonl` on a simulated clock. */
 export type FeedConfig =
@@ -76,10 +77,20 @@ export interface Config {
   readonly port: number;
   /** Listen address (IP or host name). Default `0.0.0.0`. */
   readonly host: string;
+  /** Listen address of the Prometheus `/metrics` listener (operators only, never the public port). Default `127.0.0.1`. */
+  readonly metricsHost: string;
+  /** Port of the `/metrics` listener, 0-65535 (0: any free port, logged at start). Default 9464. */
+  readonly metricsPort: number;
   /** Directory for local state (PGlite, the embedded NATS store), as given; relative to the working directory. Default `./data`. */
   readonly dataDir: string;
   readonly database: DatabaseConfig;
   readonly nats: NatsConfig;
+  /**
+   * Key that seals private keys at rest (webhook signing keys, the generated fee payer): 64 hex digits or base64 of
+   * 32 bytes, as given; null when unset (then required with DATABASE_URL, generated in DATA_DIR/secrets.key on the
+   * embedded default). Secret.
+   */
+  readonly secretsKey: string | null;
   /** Default `{kind: "sim"}`. */
   readonly feed: FeedConfig;
   /** Seed of the simulated market (FEED=sim), 0 to 2^32 - 1. Default 1. */
@@ -103,6 +114,11 @@ export interface Config {
   readonly corsOrigins: readonly string[];
   /** Public read requests per minute per client IP, >= 1. Default 60. */
   readonly rateLimitPerMin: number;
+  /**
+   * Prefix length, in bits (1-128), that keys an IPv6 client's rate-limit budget: every address in one /64 (the
+   * default) shares one budget, as one home or cloud connection holds a whole /64. IPv4 clients are keyed by address.
+   */
+  readonly rateLimitIpv6Prefix: number;
   /** Take the client IP from `X-Forwarded-For` (only behind a trusted proxy). Default false. */
   readonly trustProxy: boolean;
   /**
@@ -128,6 +144,11 @@ export interface Config {
   readonly webhookTimeScale: number;
   /** Public base URL of this API, used for webhook events' `evidence_url`. Default `http://localhost:<PORT>`. */
   readonly webhookBaseUrl: string;
+  /**
+   * Destination ports webhook URLs may name besides 443 (the https default), ascending. Default none: any other port
+   * is refused at registration and at delivery, so /test and delivery errors cannot probe other services' ports.
+   */
+  readonly webhookAllowedPorts: readonly number[];
   readonly sources: SourcesConfig;
   /** Market-wide Kamino obligations for the advisory loop-exposure figures; null (default): simulated positions. */
   readonly kaminoPositionsUrl: string | null;
@@ -151,7 +172,7 @@ export interface Config {
 export interface AnchorConfig {
   /** True when `SOLANA_RPC_URL` was given; commits are then sent to `sources.solanaRpcUrl`. */
   readonly enabled: boolean;
-  /** Solana CLI keypair file of the fee payer; null: a key generated on first start and kept in the store. */
+  /** Solana CLI keypair file of the fee payer; null: a key generated on first start and kept in the store (sealed). */
   readonly keypairPath: string | null;
   /** Commits per UTC day, >= 0; past it a transition is `not_applicable` (cost-gated). Default 100. */
   readonly dailyBudget: number;
@@ -170,12 +191,15 @@ export interface ConfigVariable {
 export const CONFIG_VARIABLES = [
   { name: "PORT", default: "8080", secret: false, description: "HTTP/WebSocket port, integer 1-65535." },
   { name: "HOST", default: "0.0.0.0", secret: false, description: "Listen address, an IP address or host name." },
+  { name: "METRICS_HOST", default: "127.0.0.1", secret: false, description: "Listen address of the Prometheus /metrics listener, an IP address or host name. Loopback by default: /metrics is for operators and is not served on PORT." },
+  { name: "METRICS_PORT", default: "9464", secret: false, description: "Port of the /metrics listener, integer 0-65535 and not PORT; 0 picks a free port (logged as metrics_port at start)." },
   { name: "DATA_DIR", default: "./data", secret: false, description: "Directory for local state (embedded database and NATS store)." },
   { name: "DATABASE_URL", default: null, secret: false, description: "postgres:// or postgresql:// URL. Unset: embedded PGlite in DATA_DIR/pg." },
   { name: "NATS_URL", default: null, secret: false, description: "nats:// or tls:// URL, or a comma-separated list. Unset: the service starts its own nats-server with its store in DATA_DIR/nats." },
+  { name: "SECRETS_KEY", default: null, secret: true, description: "Key that seals private keys at rest (webhook signing keys, the generated fee payer) with AES-256-GCM: 32 random bytes as base64 or 64 hex digits, e.g. from openssl rand -base64 32. Required when DATABASE_URL is set (every process of a deployment gets the same value). Unset on the embedded default: generated in DATA_DIR/secrets.key (0600), with a warning." },
   { name: "FEED", default: "sim", secret: false, description: "Sample source: sim (simulated market), live, scenario:<name> (replay scenarios/<name>.jsonl) or scenario:<path/to/file.jsonl>." },
   { name: "SIM_SEED", default: "1", secret: false, description: "Seed of the simulated market (FEED=sim), integer 0-4294967295: the same seed gives the same market." },
-  { name: "SIM_INCIDENT_EVERY_MS", default: "600000", secret: false, description: "Mean milliseconds between simulated incidents (FEED=sim), integer >= 0; 0 disables incidents." },
+  { name: "SIM_INCIDENT_EVERY_MS", default: "600000", secret: false, description: "Mean milliseconds between simulated incidents (FEED=sim), integer >= 0; 0 disables incidents. Whatever the mean, the first incident comes within the first minute." },
   { name: "SIM_TICK_MS", default: "1000", secret: false, description: "Milliseconds between simulated ticks of one sample per asset (FEED=sim), integer 1-60000: 100 runs the market at ten times the production rate." },
   { name: "INSPECT_PORT", default: "", secret: false, description: "Port of a local @statelyai/inspect WebSocket bridge (ws://127.0.0.1:<port>) that every actor streams to, for Stately's inspector; unset: off." },
   { name: "SCENARIO_SPEED", default: "1", secret: false, description: "Speed multiplier of a scenario feed's clock, a positive decimal." },
@@ -184,6 +208,7 @@ export const CONFIG_VARIABLES = [
   { name: "TELEGRAM_API_URL", default: "https://api.telegram.org", secret: false, description: "Telegram Bot API base URL for alert messages (sendMessage)." },
   { name: "CORS_ORIGINS", default: "", secret: false, description: "Comma-separated browser origins allowed by CORS, e.g. https://app.example.com." },
   { name: "RATE_LIMIT_PER_MIN", default: "60", secret: false, description: "Public requests per minute per client IP, integer >= 1." },
+  { name: "RATE_LIMIT_IPV6_PREFIX", default: "64", secret: false, description: "Prefix length (bits, integer 1-128) that keys the rate limit of IPv6 clients: all addresses of one /64 (default) share one budget. IPv4 and IPv4-mapped IPv6 clients are keyed by their IPv4 address." },
   { name: "TRUST_PROXY", default: "false", secret: false, description: "Read the client IP from X-Forwarded-For: false (default), true (the connected peer is the one trusted proxy), or a comma-separated list of trusted proxy IP addresses." },
   { name: "GIT_SHA", default: "", secret: false, description: "Hex commit (7-40 digits) of the running build, hashed into receipts." },
   { name: "INTRINSIC_LIVENESS_GATE", default: "false", secret: false, description: "Enable the intrinsic-liveness gate: true/false/1/0/yes/no." },
@@ -192,12 +217,13 @@ export const CONFIG_VARIABLES = [
   { name: "WEBHOOK_IPS", default: "", secret: false, description: "Comma-separated IP addresses webhook deliveries come from, published at /v1/meta/webhook-ips." },
   { name: "WEBHOOK_TIME_SCALE", default: "1", secret: false, description: "Multiplier of the webhook retry waits (0 s, 5 s, 30 s, 5 min, 30 min, 2 h) and of 429 Retry-After, a positive decimal; e.g. 0.001 runs the schedule in seconds (tests)." },
   { name: "WEBHOOK_BASE_URL", default: null, secret: false, description: "Public http(s) base URL of this API, for the evidence_url of webhook events. Unset: http://localhost:<PORT>." },
+  { name: "WEBHOOK_ALLOWED_PORTS", default: "", secret: false, description: "Comma-separated destination ports (1-65535) webhook URLs may use besides 443, e.g. 8443. Empty: only 443; other ports are refused at registration and at delivery." },
   { name: "PYTH_HERMES_URL", default: "https://hermes.pyth.network", secret: false, description: "Pyth Hermes base URL (live feed)." },
   { name: "JUPITER_API_URL", default: "https://api.jup.ag", secret: false, description: "Jupiter API base URL (live feed)." },
   { name: "JUPITER_API_KEY", default: null, secret: true, description: "Jupiter API key. Unset: the keyless tier is used." },
   { name: "SANCTUM_API_URL", default: "https://sanctum-api.ironforge.network", secret: false, description: "Sanctum API base URL (live feed)." },
   { name: "SOLANA_RPC_URL", default: "https://api.mainnet-beta.solana.com", secret: false, description: "Solana JSON-RPC URL (live feed). Setting it explicitly also enables on-chain anchoring of DEPEG, CRITICAL and BLACK_SWAN receipts, sent to this URL." },
-  { name: "ANCHOR_KEYPAIR", default: null, secret: false, description: "Path to the fee payer's Solana CLI keypair file (a JSON array of 64 bytes) for on-chain anchoring. Unset: a fee payer is generated on first start and kept in the database. The file itself is secret." },
+  { name: "ANCHOR_KEYPAIR", default: null, secret: false, description: "Path to the fee payer's Solana CLI keypair file (a JSON array of 64 bytes) for on-chain anchoring. Unset: a fee payer is generated on first start and kept in the database, sealed under SECRETS_KEY. The file itself is secret." },
   { name: "ANCHOR_DAILY_BUDGET", default: "100", secret: false, description: "On-chain commits per UTC day, integer 0-100000; transitions past it are not_applicable (cost-gated)." },
   { name: "ROLE", default: "all", secret: false, description: "Parts this process runs: all (everything, one process), engine (intake and the actors of the assets it leases in NATS KV, projectors, webhook delivery; no HTTP) or api (HTTP and WebSocket; no actors). See docs/scaling.md." },
   { name: "NATS_REPLICAS", default: "1", secret: false, description: "JetStream replicas of the streams and KV buckets, integer 1-5; 3 on a three-node nats-server cluster." },
@@ -273,9 +299,12 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   const config: Config = {
     port: read("PORT", integerIn(1, 65_535), 8080),
     host: read("HOST", parseHost, "0.0.0.0"),
+    metricsHost: read("METRICS_HOST", parseHost, "127.0.0.1"),
+    metricsPort: read("METRICS_PORT", integerIn(0, 65_535), 9464),
     dataDir,
     database: databaseUrl === null ? { kind: "pglite", dataDir: join(dataDir, "pg") } : { kind: "postgres", url: databaseUrl },
     nats: natsServers === null ? { kind: "embedded", storeDir: join(dataDir, "nats") } : { kind: "external", servers: natsServers },
+    secretsKey: read("SECRETS_KEY", (t) => (parseSecretsKey(t) === null ? bad("expected 32 bytes as base64 (openssl rand -base64 32) or 64 hex digits") : ok(t.trim()))),
     feed: read("FEED", parseFeed, { kind: "sim" }),
     simSeed: read("SIM_SEED", integerIn(0, 4_294_967_295), 1),
     simIncidentEveryMs: read("SIM_INCIDENT_EVERY_MS", integerIn(0, 86_400_000), 600_000),
@@ -292,6 +321,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     },
     corsOrigins: read("CORS_ORIGINS", listOf(parseOrigin, "origins"), []),
     rateLimitPerMin: read("RATE_LIMIT_PER_MIN", integerIn(1, 1_000_000), 60),
+    rateLimitIpv6Prefix: read("RATE_LIMIT_IPV6_PREFIX", integerIn(1, 128), 64),
     ...(() => {
       const t = read("TRUST_PROXY", parseTrustProxy, { trust: false, proxies: [] as readonly string[] });
       return { trustProxy: t.trust, trustedProxies: t.proxies };
@@ -304,6 +334,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     webhookIps: read("WEBHOOK_IPS", listOf(parseIp, "IP addresses"), []),
     webhookTimeScale: read("WEBHOOK_TIME_SCALE", parseSpeed, 1),
     webhookBaseUrl: "", // set below, from PORT when unset
+    webhookAllowedPorts: read("WEBHOOK_ALLOWED_PORTS", parsePortList, []),
     sources: {
       pythHermesUrl: read("PYTH_HERMES_URL", parseHttpUrl, "https://hermes.pyth.network"),
       jupiterApiUrl: read("JUPITER_API_URL", parseHttpUrl, "https://api.jup.ag"),
@@ -322,6 +353,9 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     natsReplicas: read("NATS_REPLICAS", integerIn(1, 5), 1),
   };
   const baseUrl = read("WEBHOOK_BASE_URL", parseHttpUrl);
+  if (config.metricsPort === config.port) {
+    issues.push({ name: "METRICS_PORT", value: JSON.stringify(String(config.metricsPort)), message: "must differ from PORT: /metrics has a listener of its own" });
+  }
 
   if (issues.length > 0) {
     const order = CONFIG_VARIABLES.map((v) => v.name as string);
@@ -348,6 +382,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     database: config.database.kind === "postgres" ? { kind: "postgres", url: redactUrlText(config.database.url) } : config.database,
     nats: config.nats.kind === "external" ? { kind: "external", servers: config.nats.servers.map(redactUrlText) } : config.nats,
     jwtSecret: secret(config.jwtSecret),
+    secretsKey: secret(config.secretsKey),
     telegramBotToken: secret(config.telegramBotToken),
     sources: {
       pythHermesUrl: redactUrlText(config.sources.pythHermesUrl),
@@ -387,6 +422,19 @@ function parseTrustProxy(text: string): Parsed<{ trust: boolean; proxies: readon
     return bad("expected true, false, 1, 0, yes, no, or a comma-separated list of trusted proxy IP addresses");
   }
   return ok({ trust: true, proxies: parts });
+}
+
+/** WEBHOOK_ALLOWED_PORTS: destination ports 1-65535, without leading zeros; duplicates dropped, ascending. */
+function parsePortList(text: string): Parsed<readonly number[]> {
+  const ports = new Set<number>();
+  const wrong: string[] = [];
+  for (const entry of splitList(text)) {
+    const n = /^[1-9]\d{0,4}$/.test(entry) ? Number(entry) : NaN;
+    if (n <= 65_535) ports.add(n);
+    else wrong.push(JSON.stringify(entry.slice(0, 20)));
+  }
+  if (wrong.length > 0) return bad(`expected comma-separated ports 1-65535 such as 8443,9443; not ports: ${wrong.join(", ")}`);
+  return ok([...ports].sort((a, b) => a - b));
 }
 
 function parseSpeed(text: string): Parsed<number> {

@@ -75,7 +75,7 @@ describe("parseConfig defaults", () => {
       if (v.default !== null && v.default !== "") expect(() => parseConfig({ [v.name]: v.default })).not.toThrow();
     }
     expect(CONFIG_VARIABLES.filter((v) => v.secret).map((v) => v.name).sort()).toEqual(
-      ["JUPITER_API_KEY", "JWT_SECRET", "TELEGRAM_BOT_TOKEN"],
+      ["JUPITER_API_KEY", "JWT_SECRET", "SECRETS_KEY", "TELEGRAM_BOT_TOKEN"],
     );
   });
 });

@@ -27,7 +27,7 @@ const dataDir = mkdtempSync(join(tmpdir(), "peg-e2e-"));
 beforeAll(async () => {
   nats = await startNats();
   const port = await freePort();
-  const config = parseConfig({ PORT: String(port), HOST: "127.0.0.1", NATS_URL: nats.url, DATA_DIR: dataDir, FEED: "scenario:usdc-march-2023", SCENARIO_SPEED: "5000" });
+  const config = parseConfig({ PORT: String(port), METRICS_PORT: "0", HOST: "127.0.0.1", NATS_URL: nats.url, DATA_DIR: dataDir, FEED: "scenario:usdc-march-2023", SCENARIO_SPEED: "5000" });
   let ended = false;
   service = await startService(config, catalog, { log: () => {}, onFeedEnd: () => (ended = true) });
   base = `http://127.0.0.1:${service.api.port}`;
@@ -151,7 +151,8 @@ describe("the running service over HTTP", () => {
     const csv = await fetch(`${base}/v1/audit.csv?from=2026-03-10T00:00:00.000Z&to=2026-03-12T00:00:00.000Z`);
     expect(csv.status).toBe(200);
     expect((await csv.text()).trim().split("\n")).toHaveLength(9);
-    const metrics = await (await fetch(`${base}/metrics`)).text();
+    // /metrics is on the metrics listener (METRICS_HOST, loopback), not the public port.
+    const metrics = await (await fetch(`http://127.0.0.1:${service.api.metricsPort}/metrics`)).text();
     expect(metrics).toMatch(/peg_oracle_http_request_duration_seconds_bucket\{.*route="\/v1\/assets\/\{symbol\}"/);
     expect(metrics).toMatch(/peg_oracle_transitions_total\{to_state="DRIFT"\} 2/);
   });

@@ -3,6 +3,7 @@
  * line) when the configured fee payer cannot be used; never a reason for the service not to start.
  */
 import type { Clock } from "../clock.ts";
+import type { SecretBox } from "../secret-box.ts";
 import type { Executor } from "../store/index.ts";
 import { FeePayerError, openFeePayer } from "./fee-payer.ts";
 import { solanaRpc } from "./rpc.ts";
@@ -15,6 +16,8 @@ export interface AnchoringSetup {
   readonly keypairPath: string | null;
   readonly dailyBudget: number;
   readonly db: Executor;
+  /** Seals the generated fee payer's seed at rest (unused with ANCHOR_KEYPAIR). */
+  readonly secrets: SecretBox;
   readonly clock: Clock;
   readonly log: AnchorLog;
 }
@@ -26,7 +29,7 @@ export async function startAnchoring(s: AnchoringSetup): Promise<AnchorWorker | 
   }
   let signer;
   try {
-    signer = await openFeePayer(s.db, s.keypairPath, s.clock.now());
+    signer = await openFeePayer(s.db, s.keypairPath, s.clock.now(), s.secrets);
   } catch (e) {
     if (!(e instanceof FeePayerError)) throw e;
     s.log("error", "on-chain anchoring is disabled: the fee payer keypair cannot be used", { error: e.message });

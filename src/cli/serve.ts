@@ -64,7 +64,7 @@ export async function serveCommand(_args: readonly string[], io: CliIO, deps: { 
     role: service.role,
     assets: service.partition === null ? service.host.size : service.partition.leases.held.size,
     ...(service.partition === null ? {} : { engine: service.partition.self }),
-    ...(service.api === null ? {} : { port: service.api.port }),
+    ...(service.api === null ? {} : { port: service.api.port, metrics_port: service.api.metricsPort }),
     store: service.store.kind,
     nats: service.natsUrl,
     methodology: m.version,

@@ -1,6 +1,6 @@
 import { jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { merge, NEVER, share, type Observable, type Subscription } from "rxjs";
+import { filter, merge, NEVER, share, type Observable, type Subscription } from "rxjs";
 import { ActorHost } from "../actors/index.ts";
 import { statelyInspector } from "./inspect.ts";
 import type { Catalog } from "../catalog/index.ts";
@@ -33,13 +33,16 @@ import { sampleProjector, transitionProjector, type ProjectorStats } from "../st
 import { transitionLine } from "../streams/sources/scenario/replay.ts";
 import { scenarioFeed } from "../streams/sources/scenario/feed.ts";
 import { simulatedLegs } from "../streams/sources/simulated-market/legs.ts";
-import { simulatedMarket } from "../streams/sources/simulated-market/index.ts";
+import { simulatedMarket, simulatedSupply } from "../streams/sources/simulated-market/index.ts";
+import { isSupplyLeg, SupplyBook } from "../streams/sources/supply.ts";
+import type { SupplyLeg } from "../streams/sources/legs.ts";
 import { kaminoPositions, PositionsBook, simulatedPositions } from "../streams/positions/index.ts";
 import { Dispatcher, dispatchHandler, openKeyRing, serveKeyAdmin, startDeliveryWorker, type DeliveryWorker, type Resolve } from "../delivery/index.ts";
 import { openStore, startRetention, type Store } from "../store/index.ts";
 import { startAnchoring, type AnchorWorker } from "../anchor/index.ts";
 import { startApi, type Api } from "../http/server.ts";
 import { loadScenario } from "./scenario-files.ts";
+import { openSecretsBox, prepareDataDir } from "./local-state.ts";
 
 /** A running service: its parts (for tests and stats) and the ordered shutdown. */
 export interface Service {
@@ -85,7 +88,8 @@ export interface ServiceIO {
 }
 
 /**
- * The configured feed and the clock the engine runs on. A scenario runs on a scaled clock; when actors were
+ * The configured feed and the clock the engine runs on, and the feed's circulating supplies (`supply` legs: live Solana
+ * RPC, or the simulated market's; a scenario has none). A scenario runs on a scaled clock; when actors were
  * recovered, it resumes where they left off: the clock starts at the oldest recovered instant and each asset only
  * receives samples newer than its own state (re-fed samples would reproduce the same decisions, deduplicated anyway).
  */
@@ -97,7 +101,13 @@ async function feedFor(
   resumeAt: ReadonlyMap<string, number>,
   sharedNow?: (first: number) => Promise<number>,
 ): Promise<
-  | { feed: Observable<Sample>; clock: Clock; start?: () => void; samplesOf?: (symbol: string, after: number, until: number) => Sample[] }
+  | {
+      feed: Observable<Sample>;
+      clock: Clock;
+      supply?: Observable<SupplyLeg>;
+      start?: () => void;
+      samplesOf?: (symbol: string, after: number, until: number) => Sample[];
+    }
   | { error: string }
 > {
   if (config.role === "api") return { clock, feed: NEVER };
@@ -106,6 +116,7 @@ async function feedFor(
       return {
         clock,
         feed: simulatedMarket({ assets: catalog.active, seed: config.simSeed, clock, tickMs: config.simTickMs, incidentEveryMs: config.simIncidentEveryMs }),
+        supply: simulatedSupply({ assets: catalog.active, seed: config.simSeed, clock }),
       };
     case "scenario": {
       let scenario;
@@ -142,7 +153,7 @@ async function feedFor(
     case "live": {
       const live = liveLegs(catalog, config.sources, clock, { log: (level, msg, fields) => log(level, msg, fields) });
       const legs = merge(live.legs, simulatedLegs({ assets: catalog.active, seed: config.simSeed, clock, incidentEveryMs: 0 })).pipe(share());
-      return { clock, feed: assembleSamples(legs, { assets: catalog.active, catalog, clock }) };
+      return { clock, feed: assembleSamples(legs, { assets: catalog.active, catalog, clock }), supply: legs.pipe(filter(isSupplyLeg)) };
     }
   }
 }
@@ -171,14 +182,17 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     for (const u of undo.reverse()) await u().catch(() => {});
   };
   try {
+    // Owner-only DATA_DIR (umask 077 for what PGlite and nats-server create) and the key that seals private keys.
+    prepareDataDir(config, log);
+    const secrets = openSecretsBox(config, log);
     const store = await openStore(
       config.database.kind === "postgres" ? { kind: "postgres", url: config.database.url } : { kind: "pglite", dataDir: config.database.dataDir },
       baseClock,
     );
     undo.push(() => store.close());
     await store.upsertAssets(catalog.all);
-    // The webhook signing key: generated and persisted on first start, the same kid on every later one.
-    const keyRing = await openKeyRing(store.db, baseClock.now());
+    // The webhook signing key: generated and persisted (sealed) on first start, the same kid on every later one.
+    const keyRing = await openKeyRing(store.db, baseClock.now(), secrets);
 
     let embedded: EmbeddedNats | null = null;
     let servers: readonly string[];
@@ -300,6 +314,8 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       samples: { projected: 0, duplicates: 0, rejected: 0 },
     };
     const onReject = (why: string) => log("warn", "projector rejected a message", { why });
+    // The feed's latest circulating supplies, stamped on each projected snapshot (fed with the intake, below).
+    const supplies = new SupplyBook();
     const onError = (e: unknown) => log("warn", "projector batch failed; it will be redelivered", { error: e instanceof Error ? e.message : String(e) });
     // Projectors, retention, anchoring and webhook delivery run with the engines (API processes only read the store).
     // Several engines share each durable consumer: every message goes to one of them; projection is idempotent.
@@ -317,7 +333,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
         nc,
         topology.jsm,
         { stream: TOPOLOGY.samples.stream, durable: "projector-samples", filterSubject: TOPOLOGY.samples.subjects, maxBatch: 512, onError },
-        sampleProjector(store, projected.samples, onReject),
+        sampleProjector(store, projected.samples, onReject, (mint) => supplies.wireOf(mint)),
       ),
     );
     const stopConsumers = async () => {
@@ -328,7 +344,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     undo.push(stopRetention);
 
     // On-chain anchoring (methodology section 8): polls the store for receipts to commit, on wall-clock time.
-    const anchor = !runsEngine ? null : await startAnchoring({ ...config.anchor, rpcUrl: config.sources.solanaRpcUrl, db: store.db, clock: baseClock, log });
+    const anchor = !runsEngine ? null : await startAnchoring({ ...config.anchor, rpcUrl: config.sources.solanaRpcUrl, db: store.db, secrets, clock: baseClock, log });
     if (anchor !== null) undo.push(() => anchor.stop());
 
     // Webhook delivery, after the projectors: each acked transition is dispatched to the webhooks of its asset, and
@@ -353,6 +369,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       timeScale: config.webhookTimeScale,
       log,
       ...(config.telegramBotToken === null ? {} : { telegram: { apiUrl: config.telegramApiUrl, botToken: config.telegramBotToken } }),
+      allowedPorts: config.webhookAllowedPorts,
       ...(testOnly?.resolve === undefined ? {} : { resolve: testOnly.resolve }),
       ...(testOnly === undefined ? {} : { testOnly: { ...(testOnly.ca === undefined ? {} : { ca: testOnly.ca }), allowLoopback: testOnly.allowLoopback === true } }),
     });
@@ -433,6 +450,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     undo.push(async () => api?.close());
     if (api !== null) {
       log("info", "http listening", { host: config.host, port: api.port });
+      log("info", "metrics listening", { host: config.metricsHost, port: api.metricsPort });
       acked.add(link.acked$.subscribe((a) => api.metrics.transitions.inc({ to_state: a.receipt.to_state })));
     }
 
@@ -455,6 +473,10 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       error: (e: unknown) => io.onFeedEnd?.(e),
       // An engine among several keeps running when its scenario ends: it may still take over another's assets.
       complete: () => (partitioned ? log("info", "feed completed; still serving leases") : io.onFeedEnd?.(null)),
+    });
+    const supplyIntake = chosen.supply?.subscribe({
+      next: (leg) => supplies.record(leg),
+      error: (e: unknown) => log("warn", "supply source failed; cards keep the last stored supply", { error: e instanceof Error ? e.message : String(e) }),
     });
 
     let stopping: Promise<void> | null = null;
@@ -486,6 +508,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
           await step("stop intake", () => {
             intakeOpen = false;
             intake.unsubscribe();
+            supplyIntake?.unsubscribe();
           }); // 1
           await step("stop the HTTP server", () => api?.close());
           await step("stop the positions book", () => positions?.stop());

@@ -1,5 +1,10 @@
+import { randomUUID } from "node:crypto";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { Route } from "./router.ts";
+import { ApiError } from "./errors.ts";
+import type { Handled, HandledResult, RawRequest } from "./pipeline.ts";
+import { Router, type Route } from "./router.ts";
+import type { HttpResult } from "./types.ts";
+import { serveUws, type UwsServer } from "./uws-adapter.ts";
 
 /** The service's Prometheus metrics (Prometheus naming: base units, `_total` counters). */
 export interface Metrics {
@@ -41,7 +46,10 @@ export function createMetrics(): Metrics {
   };
 }
 
-/** GET /metrics in the Prometheus text format (operator route: not rate limited, not in the public document). */
+/**
+ * GET /metrics in the Prometheus text format: an operator route, served only by the metrics listener (`serveMetrics`),
+ * never on the public port, and not in the public document.
+ */
 export function metricsRoute(metrics: Metrics, refresh?: () => Promise<void>): Route {
   return {
     method: "GET",
@@ -52,4 +60,35 @@ export function metricsRoute(metrics: Metrics, refresh?: () => Promise<void>): R
       return { status: 200, text: await metrics.registry.metrics(), contentType: metrics.registry.contentType };
     },
   };
+}
+
+/**
+ * The metrics listener (issue 14): `/metrics` on its own uWebSockets.js listener at `METRICS_HOST:METRICS_PORT`
+ * (default 127.0.0.1:9464; port 0 picks a free one, `UwsServer.port` tells which). A scrape is expensive (~9 ms,
+ * growing with label cardinality), so it is never served on the public port outside the rate limits, and nobody on
+ * the network reaches it unless an operator binds METRICS_HOST elsewhere. Other paths answer 404 and other methods
+ * 405, in the API's error shape.
+ */
+export function serveMetrics(
+  metrics: Metrics,
+  refresh: (() => Promise<void>) | undefined,
+  opts: { readonly host: string; readonly port: number; readonly onError?: (e: unknown) => void },
+): Promise<UwsServer> {
+  const router = new Router([metricsRoute(metrics, refresh)]);
+  const handle = (raw: RawRequest): Handled => {
+    const requestId = randomUUID();
+    const done = (r: HttpResult): HandledResult => ({ ...r, headers: { "x-request-id": requestId, ...r.headers } });
+    const failed = (e: unknown): HandledResult => {
+      if (e instanceof ApiError) return done({ status: e.status, json: e.toBody(), ...(e.extra.headers === undefined ? {} : { headers: e.extra.headers }) });
+      opts.onError?.(e);
+      return done({ status: 500, json: { error: "internal", message: "internal error" } });
+    };
+    try {
+      const r = router.run(router.match(raw.method, raw.path), raw, requestId);
+      return r instanceof Promise ? r.then(done, failed) : done(r);
+    } catch (e) {
+      return failed(e);
+    }
+  };
+  return serveUws(handle, { host: opts.host, port: opts.port, trustProxy: false, ...(opts.onError === undefined ? {} : { onError: opts.onError }) });
 }

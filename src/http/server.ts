@@ -4,7 +4,7 @@ import type { Catalog } from "../catalog/index.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { Store } from "../store/index.ts";
-import { createMetrics, metricsRoute, type Metrics } from "./metrics.ts";
+import { createMetrics, serveMetrics, type Metrics } from "./metrics.ts";
 import { createPipeline } from "./pipeline.ts";
 import { createStoreAccountsModel, type WebhookDeliveryControl } from "./accounts-model.ts";
 import { createStoreReadModel } from "./read-model-store.ts";
@@ -57,6 +57,8 @@ export interface ApiDeps {
 
 export interface Api {
   readonly port: number;
+  /** Port of the `/metrics` listener on METRICS_HOST (METRICS_PORT, or the free port picked for 0). */
+  readonly metricsPort: number;
   readonly metrics: Metrics;
   readonly routes: readonly DocumentedRoute[];
   readonly readModel: ReadModel;
@@ -121,7 +123,10 @@ export function withReadCaches(base: ReadModel): ReadModel {
   };
 }
 
-/** Builds the read model, the public routes and /metrics, and serves them on uWebSockets.js at HOST:PORT. */
+/**
+ * Builds the read model and the public routes and serves them on uWebSockets.js at HOST:PORT; `/metrics` has a
+ * listener of its own at METRICS_HOST:METRICS_PORT (loopback by default), never the public port.
+ */
 export async function startApi(deps: ApiDeps): Promise<Api> {
   const { config, catalog, clock, store } = deps;
   const readiness = async (): Promise<Readiness> => {
@@ -199,24 +204,23 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
   }
   const wsClients = deps.wsClients ?? (hub === null ? undefined : () => hub.stats.clients);
   const routes = publicRoutes(readModel, {
-    accounts: { model: createStoreAccountsModel(store, deps.webhookDelivery), ...(deps.destinationsForTests ?? {}) },
+    accounts: { model: createStoreAccountsModel(store, deps.webhookDelivery), allowedPorts: config.webhookAllowedPorts, ...(deps.destinationsForTests ?? {}) },
     ...(deps.webhookKeys === undefined ? {} : { webhookKeys: deps.webhookKeys }),
     ...(wsClients === undefined ? {} : { wsClients }),
     ...(deps.advisory === undefined ? {} : { advisory: deps.advisory }),
   });
-  const router = new Router([
-    ...routes,
-    metricsRoute(metrics, async () => {
-      const r = await readiness();
-      metrics.up.set({ dependency: "store" }, r.database ? 1 : 0);
-      metrics.up.set({ dependency: "nats" }, r.nats ? 1 : 0);
-      metrics.wsClients.set(wsClients?.() ?? 0);
-    }),
-  ]);
+  const router = new Router(routes);
+  const refreshMetrics = async (): Promise<void> => {
+    const r = await readiness();
+    metrics.up.set({ dependency: "store" }, r.database ? 1 : 0);
+    metrics.up.set({ dependency: "nats" }, r.nats ? 1 : 0);
+    metrics.wsClients.set(wsClients?.() ?? 0);
+  };
   const handle = createPipeline({
     router,
     clock,
     ratePerMinute: config.rateLimitPerMin,
+    ipv6Prefix: config.rateLimitIpv6Prefix,
     corsOrigins: config.corsOrigins,
     onError: (e, req) => deps.log?.("error", "request failed", { path: req.path, error: e instanceof Error ? e.stack ?? e.message : String(e) }),
     observe: (route, method, status, ms) =>
@@ -231,17 +235,32 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
     configure: (app) => {
       transport.bind(app);
       attachStatic(app, staticFiles);
-      if (hub !== null) attachWs(app, hub, { trustProxy: config.trustProxy, trustedProxies: config.trustedProxies });
+      if (hub !== null) attachWs(app, hub, { trustProxy: config.trustProxy, trustedProxies: config.trustedProxies, ipv6Prefix: config.rateLimitIpv6Prefix });
     },
   });
+  let metricsServer: UwsServer;
+  try {
+    metricsServer = await serveMetrics(metrics, refreshMetrics, {
+      host: config.metricsHost,
+      port: config.metricsPort,
+      onError: (e) => deps.log?.("error", "metrics response failed", { error: e instanceof Error ? e.message : String(e) }),
+    });
+  } catch (e) {
+    server.close();
+    hub?.stop();
+    await feed?.stop();
+    throw new Error(`metrics listener (METRICS_HOST=${config.metricsHost}, METRICS_PORT=${config.metricsPort}): ${e instanceof Error ? e.message : String(e)}`);
+  }
   return {
     port: server.port,
+    metricsPort: metricsServer.port,
     metrics,
     routes,
     readModel,
     ws: hub,
     close: async () => {
       server.close();
+      metricsServer.close();
       hub?.stop();
       await feed?.stop();
     },

@@ -598,7 +598,8 @@ export function withSigningKeysLock<T>(db: Executor, fn: (trx: Executor) => Prom
 
 /**
  * Persists a key set as `rotate`/`ensureActiveKey` return it: upserts every key (status and retirement may change;
- * key material never does) and deletes the ones no longer in the set, in one transaction.
+ * the key itself never does, but its stored form may: a plaintext private key of an earlier build is replaced by its
+ * sealed form, src/delivery/key-ring.ts) and deletes the ones no longer in the set, in one transaction.
  */
 export async function saveSigningKeys(db: Executor, keys: readonly SigningKeyRecord[]): Promise<void> {
   await atomically(db, async (trx) => {
@@ -610,7 +611,7 @@ export async function saveSigningKeys(db: Executor, keys: readonly SigningKeyRec
       await trx
         .insertInto("signing_keys")
         .values({ ...k, created_at: tsParam(k.created_at), retires_at: tsParamOrNull(k.retires_at) })
-        .onConflict((oc) => oc.column("kid").doUpdateSet({ status: k.status, retires_at: tsParamOrNull(k.retires_at) }))
+        .onConflict((oc) => oc.column("kid").doUpdateSet({ status: k.status, retires_at: tsParamOrNull(k.retires_at), private_key: k.private_key }))
         .execute();
     }
   });

@@ -399,9 +399,13 @@ export async function anchorBudgetUsed(db: Executor, day: string): Promise<numbe
   return r === undefined ? 0 : toInt(r.used, "anchor_budget.used");
 }
 
-/** The stored fee payer: base58 address and 32-byte seed (hex). Secret. */
+/** The stored fee payer: base58 address and its 32-byte seed. Secret. */
 export interface AnchorKeyRecord {
   readonly address: string;
+  /**
+   * The seed as stored: sealed under the secrets key (`peg-sealed:v1:…`, src/secret-box.ts), or 64 lowercase hex
+   * digits as an earlier build stored it (sealed in place at the next start, src/anchor/fee-payer.ts).
+   */
   readonly seed_hex: string;
   readonly created_at: EpochMs;
 }
@@ -411,7 +415,7 @@ export interface AnchorKeyRecord {
  * starting together end up with the same key.
  */
 export async function ensureAnchorKey(db: Executor, key: AnchorKeyRecord): Promise<AnchorKeyRecord> {
-  if (!/^[0-9a-f]{64}$/.test(key.seed_hex)) throw new RangeError("seed_hex must be 64 lowercase hex digits");
+  if (!key.seed_hex.startsWith("peg-sealed:")) throw new RangeError("seed_hex must be a sealed seed (src/secret-box.ts)");
   const t = tables(db);
   const first = await loadAnchorKey(db);
   if (first !== undefined) return first;
@@ -423,6 +427,15 @@ export async function ensureAnchorKey(db: Executor, key: AnchorKeyRecord): Promi
   const stored = await loadAnchorKey(db);
   if (stored === undefined) throw new Error("the anchor key was not stored");
   return stored;
+}
+
+/**
+ * Replaces a fee payer's stored seed by its sealed form, if it still is `was` (a concurrent start may have sealed it
+ * first). True when this call replaced it.
+ */
+export async function resealAnchorKey(db: Executor, address: string, was: string, sealed: string): Promise<boolean> {
+  const r = await tables(db).updateTable("anchor_keys").set({ seed_hex: sealed }).where("address", "=", address).where("seed_hex", "=", was).executeTakeFirst();
+  return r.numUpdatedRows > 0n;
 }
 
 export async function loadAnchorKey(db: Executor): Promise<AnchorKeyRecord | undefined> {

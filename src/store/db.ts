@@ -6,7 +6,7 @@
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect, type Dialect } from "kysely";
 import { PGliteDialect } from "kysely-pglite-dialect";
-import { mkdirSync, statfsSync } from "node:fs";
+import { statfsSync } from "node:fs";
 import pg from "pg";
 import type { Clock } from "../clock.ts";
 import type { CatalogAsset } from "../catalog/index.ts";
@@ -25,6 +25,7 @@ import {
 } from "./alerts.ts";
 import { latestSnapshots, upsertAssets, upsertSnapshot, type SnapshotRow } from "./assets.ts";
 import { migrateToLatest } from "./migrate.ts";
+import { openPgliteDir } from "./pglite-fs.ts";
 import { applyRetention, type RetentionResult } from "./retention.ts";
 import {
   history,
@@ -38,7 +39,10 @@ import {
 } from "./samples.ts";
 import type { Database, Executor } from "./schema.ts";
 
-/** Where the data lives. `pglite` keeps it in `dataDir` (created if missing); `pglite-memory` loses it on close. */
+/**
+ * Where the data lives. `pglite` keeps it in `dataDir` (created if missing; owner-only, see pglite-fs.ts);
+ * `pglite-memory` loses it on close.
+ */
 export type StoreConfig =
   | { readonly kind: "postgres"; readonly url: string; /** Pool size, default 10. */ readonly max?: number }
   | { readonly kind: "pglite"; readonly dataDir: string }
@@ -97,8 +101,8 @@ function dialectFor(config: StoreConfig): Dialect {
       return new PostgresDialect({ pool });
     }
     case "pglite":
-      mkdirSync(config.dataDir, { recursive: true });
-      return new PGliteDialect(new PGlite(config.dataDir));
+      // Owner-only (0700 / 0600), WAL included: PGlite's own modes would let any local user read or rewrite receipts.
+      return new PGliteDialect(openPgliteDir(config.dataDir));
     case "pglite-memory":
       return new PGliteDialect(new PGlite());
   }

@@ -167,6 +167,7 @@ export {
   recordDead,
   recordSent,
   releaseAnchorLease,
+  resealAnchorKey,
   renewAnchorLease,
   reserveAnchor,
   settleFromAnchor,

@@ -47,6 +47,7 @@ beforeAll(async () => {
   service = await startService(
     parseConfig({
       PORT: String(await freePort()),
+      METRICS_PORT: "0",
       HOST: "127.0.0.1",
       NATS_URL: nats.url,
       DATA_DIR: dir,

@@ -21,6 +21,7 @@ import { startNats, type TestNats } from "../support/nats.ts";
 import { freePort, waitFor } from "../support/ports.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { startLocalSolana, type LocalSolana } from "../support/solana-rpc.ts";
+import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -79,9 +80,11 @@ beforeAll(async () => {
   const t0 = Math.floor(Date.now() / 10_000) * 10_000;
   config = parseConfig({
     PORT: String(await freePort()),
+    METRICS_PORT: "0",
     HOST: "127.0.0.1",
     NATS_URL: nats.url,
     DATABASE_URL: await pg.createDatabase(),
+    SECRETS_KEY: TEST_SECRETS_KEY,
     DATA_DIR: dir,
     FEED: `scenario:${writeDepegScenario(t0)}`,
     SCENARIO_SPEED: String(SPEED),

@@ -32,6 +32,7 @@ import { USDC, runEngine } from "../store/fixtures.ts";
 import { waitFor } from "../support/ports.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { startLocalSolana, type LocalSolana } from "../support/solana-rpc.ts";
+import { testSecretBox } from "../support/secrets.ts";
 
 const run = runEngine();
 const depeg = run.receipts.find((r) => r.to_state === "DEPEG")!;
@@ -316,8 +317,8 @@ describe("anchor worker", () => {
   });
 
   it("the generated fee payer is stored once and reused", async () => {
-    const a = await storedFeePayer(store.db, Date.now());
-    const b = await storedFeePayer(store.db, Date.now());
+    const a = await storedFeePayer(store.db, Date.now(), testSecretBox());
+    const b = await storedFeePayer(store.db, Date.now(), testSecretBox());
     expect(b.address).toBe(a.address);
     const row = await sql<{ n: string }>`select count(*)::text as n from anchor_keys`.execute(store.db);
     expect(row.rows[0]!.n).toBe("1");

@@ -9,6 +9,9 @@ import { WebhookKeys } from "../../src/http/schemas/meta.ts";
 import { loadSigningKeys, openStore, type Store } from "../../src/store/index.ts";
 import { fakeReadModel, NOW } from "../http/fixtures.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
+import { testSecretBox } from "../support/secrets.ts";
+
+const box = testSecretBox();
 
 const dir = mkdtempSync(join(tmpdir(), "key-ring-"));
 let pg: TestPostgres | null = null;
@@ -21,13 +24,13 @@ describe("webhook signing key ring", () => {
   it("creates one active key on a fresh store, keeps the same kid across a restart, and the route lists it", async () => {
     const clock = new SimulatedClock(NOW);
     const first = await openStore({ kind: "pglite", dataDir: join(dir, "pg") }, clock);
-    const ring = await openKeyRing(first.db, NOW);
+    const ring = await openKeyRing(first.db, NOW, box);
     const kid = ring.active().kid;
     expect(await loadSigningKeys(first.db)).toHaveLength(1);
     await first.close();
 
     const second = await openStore({ kind: "pglite", dataDir: join(dir, "pg") }, clock);
-    const again = await openKeyRing(second.db, NOW + 60_000);
+    const again = await openKeyRing(second.db, NOW + 60_000, box);
     expect(again.active().kid).toBe(kid);
     expect(await loadSigningKeys(second.db)).toHaveLength(1);
 
@@ -42,7 +45,7 @@ describe("webhook signing key ring", () => {
     await again.rotate(NOW + 120_000);
     const newKid = again.active().kid;
     expect(newKid).not.toBe(kid);
-    const third = await openKeyRing(second.db, NOW + 180_000);
+    const third = await openKeyRing(second.db, NOW + 180_000, box);
     expect(third.active().kid).toBe(newKid);
     expect(third.publicList(NOW + 180_000).keys.map((k) => [k.kid, k.status])).toEqual([
       [newKid, "active"],
@@ -63,7 +66,7 @@ describe("several processes on one database (PostgreSQL: one store per process)"
     const url = await pg.createDatabase();
     const clock = new SimulatedClock(NOW);
     stores = await Promise.all(Array.from({ length: 4 }, () => openStore({ kind: "postgres", url }, clock)));
-    const rings = await Promise.all(stores.map((s) => openKeyRing(s.db, NOW)));
+    const rings = await Promise.all(stores.map((s) => openKeyRing(s.db, NOW, box)));
     expect(new Set(rings.map((r) => r.active().kid)).size).toBe(1);
     const stored = await loadSigningKeys(stores[0]!.db);
     expect(stored.map((k) => k.status)).toEqual(["active"]);
@@ -71,7 +74,7 @@ describe("several processes on one database (PostgreSQL: one store per process)"
   });
 
   it("concurrent rotations leave one active key, every earlier one retiring, and a refresh adopts the stored set", async () => {
-    const rings = await Promise.all(stores.map((s) => openKeyRing(s.db, NOW)));
+    const rings = await Promise.all(stores.map((s) => openKeyRing(s.db, NOW, box)));
     const first = rings[0]!.active().kid;
     const kids = await Promise.all(rings.map((r, i) => r.rotate(NOW + 60_000 + i)));
     const stored = await loadSigningKeys(stores[0]!.db);
@@ -91,7 +94,7 @@ describe("one embedded database", () => {
   it("concurrent first opens in one process create one key", async () => {
     const store = await openStore({ kind: "pglite-memory" }, new SimulatedClock(NOW));
     try {
-      const rings = await Promise.all(Array.from({ length: 5 }, () => openKeyRing(store.db, NOW)));
+      const rings = await Promise.all(Array.from({ length: 5 }, () => openKeyRing(store.db, NOW, box)));
       expect(new Set(rings.map((r) => r.active().kid)).size).toBe(1);
       expect(await loadSigningKeys(store.db)).toHaveLength(1);
     } finally {

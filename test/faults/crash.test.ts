@@ -18,6 +18,7 @@ import { openStore } from "../../src/store/index.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { freePort } from "../support/ports.ts";
+import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 import { spawnServe, type ServeProcess } from "../support/serve.ts";
 import { jetStreamTransitions, storedAlertIds } from "./invariants.ts";
 
@@ -46,6 +47,7 @@ describe.each(["postgres", "pglite"] as const)("kill -9 during a burst of transi
     if (backend === "postgres") {
       pg = await startPostgres();
       env["DATABASE_URL"] = await pg.createDatabase();
+      env["SECRETS_KEY"] = TEST_SECRETS_KEY;
     }
   });
 

@@ -24,7 +24,7 @@ async function run(env: Record<string, string>): Promise<{ code: number | null; 
   return new Promise((resolve) => {
     const p = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
       cwd: ROOT,
-      env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", DATA_DIR: dataDir, PORT: port, ...env },
+      env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", DATA_DIR: dataDir, PORT: port, METRICS_PORT: "0", ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";

@@ -14,6 +14,7 @@ import { openKeyRing } from "../../src/delivery/index.ts";
 import { createWebhook, openStore, upsertTelegramUser, type StoreConfig } from "../../src/store/index.ts";
 import { NAME, type Receiver } from "../delivery/receiver.ts";
 import { sleep } from "../support/ports.ts";
+import { TEST_SECRETS_KEY, testSecretBox } from "../support/secrets.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CHILD = fileURLToPath(new URL("../support/service-child.ts", import.meta.url));
@@ -143,7 +144,8 @@ export async function provisionWebhooks(store: StoreConfig, rx: Receiver, paths:
   if (usdc === undefined) throw new Error("USDC is not in the catalog");
   const s = await openStore(store, systemClock);
   try {
-    const ring = await openKeyRing(s.db, Date.now());
+    // Sealed under the key the service is given (serviceEnv: SECRETS_KEY), so it opens them.
+    const ring = await openKeyRing(s.db, Date.now(), testSecretBox());
     rx.keys = ring.publicList(Date.now()).keys;
     const user = await upsertTelegramUser(s.db, { telegram_id: 8_000_001, username: "faults", first_name: "Faults" }, Date.now());
     const hooks: Hook[] = [];
@@ -174,6 +176,9 @@ export function serviceEnv(o: { port: number; natsUrl: string; dataDir: string; 
     WEBHOOK_TIME_SCALE: "0.01",
     TEST_WEBHOOK_CA_FILE: caFile,
     TEST_WEBHOOK_HOSTS: NAME,
+    WEBHOOK_ALLOWED_PORTS: String(o.rx.port),
+    SECRETS_KEY: TEST_SECRETS_KEY,
+    METRICS_PORT: "0",
   };
 }
 

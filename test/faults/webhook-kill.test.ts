@@ -52,6 +52,7 @@ beforeAll(async () => {
     WEBHOOK_TIME_SCALE: "0.01",
     TEST_WEBHOOK_CA_FILE: caFile,
     TEST_WEBHOOK_HOSTS: NAME,
+    WEBHOOK_ALLOWED_PORTS: String(rx.port),
   };
 }, 60_000);
 

@@ -50,7 +50,7 @@ beforeAll(async () => {
   await ensureTopology(nc);
   await publish(receipts[0]!); // before the API process starts: its feed's back-fill reads it
   const port = await freePort();
-  const config = parseConfig({ ROLE: "api", PORT: String(port), HOST: "127.0.0.1", NATS_URL: nats.url, DATA_DIR: dataDir });
+  const config = parseConfig({ ROLE: "api", PORT: String(port), METRICS_PORT: "0", HOST: "127.0.0.1", NATS_URL: nats.url, DATA_DIR: dataDir });
   service = await startRoleService(config, catalog, { log: () => {} });
   expect(service.api).not.toBeNull();
   base = `http://127.0.0.1:${service.api!.port}`;

@@ -30,6 +30,7 @@ import { openStore } from "../../src/store/index.ts";
 import { startNatsCluster, type TestNatsCluster } from "../support/nats-cluster.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { freePort, sleep, waitFor } from "../support/ports.ts";
+import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 import { spawnServe, type ServeProcess } from "../support/serve.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -107,6 +108,8 @@ describe("scale-out on a three-node NATS cluster", () => {
       NATS_URL: cluster.urls,
       NATS_REPLICAS: "3",
       DATABASE_URL: databaseUrl,
+      // One deployment: every process seals and opens the signing keys under the same key.
+      SECRETS_KEY: TEST_SECRETS_KEY,
       FEED: `scenario:${SCENARIO}`,
       SCENARIO_SPEED: String(SPEED),
       HOST: "127.0.0.1",

@@ -1,7 +1,8 @@
 /**
  * `peg-oracle serve` (src/main.ts) as a child process, for tests that start, kill and restart the real CLI. The
- * child gets only PATH, HOME, `LOG_LEVEL=info` and the given environment; its stderr (one JSON log line per event)
- * is kept, and `serving` resolves at its `{"msg":"serving"}` line.
+ * child gets only PATH, HOME, `LOG_LEVEL=info`, `METRICS_PORT=0` (a free port: tests run side by side) and the given
+ * environment; its stderr (one JSON log line per event) is kept, and `serving` resolves at its `{"msg":"serving"}`
+ * line (which names `port` and `metrics_port`).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -31,7 +32,7 @@ export function spawnServe(env: Record<string, string>, options: { name?: string
   const name = options.name ?? "service";
   const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
     cwd: ROOT,
-    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", LOG_LEVEL: "info", ...env },
+    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", LOG_LEVEL: "info", METRICS_PORT: "0", ...env },
     stdio: ["ignore", options.stdout === true ? "pipe" : "ignore", "pipe"],
   });
   let err = "";

@@ -4,10 +4,10 @@
  * is the ordinary environment (parseConfig), plus:
  * - `TEST_WEBHOOK_CA_FILE`: PEM of an extra CA the webhook client trusts;
  * - `TEST_WEBHOOK_HOSTS`: comma-separated names that resolve to 127.0.0.1 (loopback destinations allowed).
- * Prints one JSON line `{"msg":"serving","port":N}` on stderr once it serves; SIGTERM stops it in order. On SIGUSR2
- * it collects garbage (when started with `--expose-gc`) and prints `{"msg":"memory","seq":n,...}` with
- * `process.memoryUsage()` in bytes, so a fault test can compare memory at the same point of GC. When the feed ends
- * (a scenario completes) it prints `{"msg":"feed ended"}` and keeps running.
+ * Prints one JSON line `{"msg":"serving","port":N,"metrics_port":M}` on stderr once it serves; SIGTERM stops it in
+ * order. On SIGUSR2 it collects garbage (when started with `--expose-gc`) and prints `{"msg":"memory","seq":n,...}`
+ * with `process.memoryUsage()` in bytes, so a fault test can compare memory at the same point of GC. When the feed
+ * ends (a scenario completes) it prints `{"msg":"feed ended"}` and keeps running.
  */
 import { readFileSync } from "node:fs";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
@@ -38,7 +38,7 @@ const service = await startService(config, loadShippedCatalog(), {
   // A scenario feed's end is announced (the service keeps running: pending dwells still commit on its clock).
   onFeedEnd: (error) => line({ msg: "feed ended", ...(error === null ? {} : { error: String(error) }) }),
 });
-line({ msg: "serving", port: service.api.port });
+line({ msg: "serving", port: service.api.port, metrics_port: service.api.metricsPort });
 process.once("SIGTERM", () => {
   void service.stop().then(() => process.exit(0));
 });

@@ -79,6 +79,7 @@ beforeAll(async () => {
   const scenario = writeWebhookScenario(dir, startedAt);
   const config = parseConfig({
     PORT: String(port),
+    METRICS_PORT: "0",
     HOST: "127.0.0.1",
     NATS_URL: nats.url,
     DATA_DIR: dir,
@@ -87,6 +88,7 @@ beforeAll(async () => {
     JWT_SECRET,
     TELEGRAM_BOT_TOKEN: BOT_TOKEN,
     WEBHOOK_TIME_SCALE: TIME_SCALE,
+    WEBHOOK_ALLOWED_PORTS: String(rx.port),
   });
   service = await startService(config, catalog, {
     log: () => {},

@@ -53,11 +53,13 @@ beforeAll(async () => {
   service = await startService(
     parseConfig({
       PORT: String(await freePort()),
+      METRICS_PORT: "0",
       HOST: "127.0.0.1",
       DATA_DIR: dataDir, // no NATS_URL: the service runs its own nats-server
       FEED: `scenario:${writeWebhookScenario(dir, Date.now())}`,
       JWT_SECRET,
       TELEGRAM_BOT_TOKEN: BOT_TOKEN,
+      WEBHOOK_ALLOWED_PORTS: String(rx.port),
     }),
     loadShippedCatalog(),
     { log: () => {}, webhookTestOnly: { resolve: async (host) => (host === NAME ? ["127.0.0.1"] : []), ca: rx.ca, allowLoopback: true } },

@@ -35,6 +35,7 @@ beforeAll(async () => {
   const t0 = Math.floor(Date.now() / 10_000) * 10_000;
   config = parseConfig({
     PORT: String(await freePort()),
+    METRICS_PORT: "0",
     HOST: "127.0.0.1",
     NATS_URL: nats.url,
     DATA_DIR: dir,
@@ -43,6 +44,7 @@ beforeAll(async () => {
     JWT_SECRET,
     TELEGRAM_BOT_TOKEN: BOT_TOKEN,
     WEBHOOK_TIME_SCALE: TIME_SCALE,
+    WEBHOOK_ALLOWED_PORTS: String(rx.port),
   });
   io = { log: () => {}, webhookTestOnly: { resolve: async (host) => (host === NAME ? ["127.0.0.1"] : []), ca: rx.ca, allowLoopback: true } };
 }, 60_000);

@@ -87,7 +87,7 @@ beforeAll(async () => {
   nats = await startNats();
   const port = await freePort();
   // transition-burst: 40 scenario minutes of 12 stables escalating and relaxing; at 300x it lasts about 8 s.
-  const config = parseConfig({ PORT: String(port), HOST: "127.0.0.1", NATS_URL: nats.url, DATA_DIR: dataDir, FEED: "scenario:transition-burst", SCENARIO_SPEED: "300" });
+  const config = parseConfig({ PORT: String(port), METRICS_PORT: "0", HOST: "127.0.0.1", NATS_URL: nats.url, DATA_DIR: dataDir, FEED: "scenario:transition-burst", SCENARIO_SPEED: "300" });
   service = await startService(config, catalog, { log: () => {}, onFeedEnd: () => (ended = true) });
   url = `ws://127.0.0.1:${service.api.port}/v1/ws`;
 }, 120_000);
@@ -192,7 +192,7 @@ describe("/v1/ws on the running service", () => {
     }
     await waitFor(() => service.api.ws!.stats.backpressureCloses > before, 20_000, "the backpressure close");
     await nc.close();
-    const metrics = await (await fetch(`http://127.0.0.1:${service.api.port}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${service.api.metricsPort}/metrics`)).text();
     expect(metrics).toMatch(/peg_oracle_websocket_backpressure_closes_total [1-9]/);
     socket.resume();
     await slow.until(() => slow.closed !== null, "the client to see the close", 30_000);

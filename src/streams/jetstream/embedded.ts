@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { connect as tcpConnect, createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { ownerOnlyDir, tightenTree, writeOwnerOnlyFile } from "../../owner-only.ts";
 
 /** The repository's nats.conf: the embedded server's configuration. */
 export const NATS_CONF = fileURLToPath(new URL("../../../nats.conf", import.meta.url));
@@ -85,10 +86,13 @@ export function embeddedNatsUrlFile(storeDir: string): string {
 
 /**
  * Starts `nats-server -c nats.conf` with JetStream stored in `storeDir`, on a free loopback port (the machine may
- * already run a server on 4222). Resolves once the port accepts connections.
+ * already run a server on 4222). Resolves once the port accepts connections. The store directory is made owner-only
+ * (0700, what is in it 0600/0700); the server creates its files under the process umask, which the service restricts
+ * to 077 at start (src/owner-only.ts `restrictUmask`). Its URL and pid files are 0600.
  */
 export async function startEmbeddedNats(storeDir: string, opts: { binary?: string; timeoutMs?: number } = {}): Promise<EmbeddedNats> {
-  mkdirSync(storeDir, { recursive: true });
+  ownerOnlyDir(storeDir);
+  tightenTree(storeDir);
   const pidFile = join(dirname(storeDir), "nats-server.pid");
   await reapOrphan(pidFile);
   const port = await freePort();
@@ -100,7 +104,7 @@ export async function startEmbeddedNats(storeDir: string, opts: { binary?: strin
     detached: true,
   });
   proc.unref();
-  if (proc.pid !== undefined) writeFileSync(pidFile, String(proc.pid));
+  if (proc.pid !== undefined) writeOwnerOnlyFile(pidFile, String(proc.pid));
   let stderr = "";
   proc.stderr?.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
   const failed = new Promise<never>((_, reject) => {
@@ -120,7 +124,7 @@ export async function startEmbeddedNats(storeDir: string, opts: { binary?: strin
   }
   // Where local tools (`peg-oracle webhook-keys`) find this server: the port is chosen at random.
   const urlFile = embeddedNatsUrlFile(storeDir);
-  writeFileSync(urlFile, `nats://127.0.0.1:${port}\n`);
+  writeOwnerOnlyFile(urlFile, `nats://127.0.0.1:${port}\n`);
   let stopped: Promise<void> | null = null;
   return {
     url: `nats://127.0.0.1:${port}`,
