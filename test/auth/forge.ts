@@ -3,7 +3,7 @@
  * fails when the verifier accepts what it must not.
  */
 import { createHmac } from "node:crypto";
-import { SESSION_AUDIENCE, SESSION_ISSUER } from "../../src/auth/index.ts";
+import { AuthError, SESSION_AUDIENCE, SESSION_ISSUER } from "../../src/auth/index.ts";
 
 export const SECRET = "test-session-key-0123456789abcdef-0123";
 export const OTHER_SECRET = "another-session-key-0123456789abcdef-99";
@@ -36,4 +36,15 @@ export function forge(claims: unknown, opts: { header?: unknown; secret?: string
 /** Claims a valid session at NOW would carry. */
 export function claimsAt(nowS = NOW_S): Record<string, unknown> {
   return { iss: SESSION_ISSUER, aud: SESSION_AUDIENCE, sub: "42", jti: GOOD_JTI, iat: nowS, exp: nowS + 7 * DAY_S };
+}
+
+/** The AuthError code a call fails with, or "accepted". Anything that is not an AuthError is rethrown. */
+export async function outcome(call: () => unknown): Promise<string> {
+  try {
+    await call();
+  } catch (err) {
+    if (err instanceof AuthError) return err.code;
+    throw err;
+  }
+  return "accepted";
 }

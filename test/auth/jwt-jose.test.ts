@@ -10,17 +10,7 @@ import { SignJWT, errors } from "jose";
 import { describe, expect, it } from "vitest";
 import { AuthError, CLOCK_SKEW_SECONDS, mintSession, verifyForLogout, verifySession } from "../../src/auth/index.ts";
 import { sessionRefusal } from "../../src/auth/jwt.ts";
-import { DAY_S, NOW, NOW_S, OTHER_SECRET, PINNED_HEADER, SECRET, b64json, claimsAt, forge, signSegments } from "./forge.ts";
-
-async function outcome(call: () => Promise<unknown>): Promise<string> {
-  try {
-    await call();
-  } catch (err) {
-    if (err instanceof AuthError) return err.code;
-    throw err;
-  }
-  return "accepted";
-}
+import { DAY_S, NOW, NOW_S, OTHER_SECRET, PINNED_HEADER, SECRET, b64json, claimsAt, forge, outcome, signSegments } from "./forge.ts";
 
 const session = (token: string, now = NOW) => outcome(() => verifySession(token, { secret: SECRET, now, isRevoked: () => false }));
 const logout = (token: string, now = NOW) => outcome(() => verifyForLogout(token, { secret: SECRET, now }));

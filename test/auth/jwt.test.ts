@@ -1,7 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { SignJWT, jwtVerify } from "jose";
 import {
-  AuthError,
   SESSION_AUDIENCE,
   SESSION_ISSUER,
   SESSION_TTL_SECONDS,
@@ -12,22 +11,11 @@ import {
   type SessionClaims,
 } from "../../src/auth/index.ts";
 import { attacks, nonCanonicalSignature, valid, validHeader, validSignature } from "./corpus.ts";
-import { DAY_S, GOOD_JTI, NOW, NOW_S, OTHER_SECRET, SECRET, b64json, claimsAt, forge } from "./forge.ts";
+import { DAY_S, GOOD_JTI, NOW, NOW_S, OTHER_SECRET, SECRET, b64json, claimsAt, forge, outcome } from "./forge.ts";
 
 const verify = (token: unknown, now = NOW, revoked: ReadonlySet<string> = new Set()): Promise<SessionClaims> =>
   verifySession(token, { secret: SECRET, now, isRevoked: (jti) => revoked.has(jti) });
 const logout = (token: unknown, now = NOW): Promise<SessionClaims> => verifyForLogout(token, { secret: SECRET, now });
-
-/** The AuthError code a call fails with, or "accepted". Anything that is not an AuthError is rethrown. */
-async function outcome(call: () => unknown): Promise<string> {
-  try {
-    await call();
-  } catch (err) {
-    if (err instanceof AuthError) return err.code;
-    throw err;
-  }
-  return "accepted";
-}
 
 const corpus = attacks.map(([name, token, expected]) => [name, expected, token] as const);
 
