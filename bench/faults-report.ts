@@ -43,9 +43,9 @@ const finished = [...records.values()].map((r) => r.finishedAt).sort();
 const section = `<!-- faults:start -->
 ## Fault suite
 
-Command: \`npm run test:faults\` (\`PEG_FAULTS=1 vitest run test/faults\`, then \`bench/faults-report.ts\` writes this
-section from the records the tests leave in \`test-results/faults/\`; CI runs the same tests through \`npm test\` with
-\`PEG_FAULTS=1\`). Machine: ${machineDescription()}; each test starts its own nats-server (and PostgreSQL where named). Measured ${today()}
+Command: \`npm run test:faults\` (\`PEG_SLOW=1 vitest run test/faults\`, then \`bench/faults-report.ts\` writes this
+section from the records the tests leave in \`test-results/faults/\`; CI runs the same tests in the slow suite,
+\`npm run test:slow\`). Machine: ${machineDescription()}; each test starts its own nats-server (and PostgreSQL where named). Measured ${today()}
 (tests finished ${finished[0]!.slice(11, 19)} to ${finished.at(-1)!.slice(11, 19)} UTC; load average ${loadAverage()} after the run).
 
 Each test replays the \`transition-burst\` scenario through the real service (a child process) with USDC webhooks on
