@@ -181,8 +181,64 @@ export function snapshotFromStateEvent(e: StateEvent, version: number): Snapshot
  * `circulating_supply` keeps the stored one (the supply is observed on its own slow cadence, not with every sample).
  */
 export async function upsertSnapshot(db: Executor, row: SnapshotRow): Promise<boolean> {
-  if (!Number.isSafeInteger(row.version) || row.version < 0) throw new RangeError("version must be a non-negative integer");
-  const values = {
+  return (await upsertSnapshots(db, [row])) > 0;
+}
+
+/** Snapshots per statement: 17 parameters each stays far below PostgreSQL's 65,535-parameter limit. */
+const SNAPSHOT_CHUNK = 2000;
+
+/**
+ * `upsertSnapshot` for many assets in one statement per chunk (a sample batch of thousands of assets costs one round
+ * trip, not one each). Of several rows for one mint only the newest (updated_at, version) is written. Returns how
+ * many were applied.
+ */
+export async function upsertSnapshots(db: Executor, rows: readonly SnapshotRow[]): Promise<number> {
+  const newest = new Map<string, SnapshotRow>();
+  for (const row of rows) {
+    if (!Number.isSafeInteger(row.version) || row.version < 0) throw new RangeError("version must be a non-negative integer");
+    const seen = newest.get(row.mint);
+    if (seen === undefined || row.updated_at > seen.updated_at || (row.updated_at === seen.updated_at && row.version > seen.version)) {
+      newest.set(row.mint, row);
+    }
+  }
+  const all = [...newest.values()].map(snapshotValues);
+  let applied = 0;
+  for (let i = 0; i < all.length; i += SNAPSHOT_CHUNK) {
+    const written = await db
+      .insertInto("asset_snapshots")
+      .values(all.slice(i, i + SNAPSHOT_CHUNK))
+      .onConflict((oc) =>
+        oc
+          .column("mint")
+          .doUpdateSet((eb) => ({
+            state: eb.ref("excluded.state"),
+            band: eb.ref("excluded.band"),
+            gate: eb.ref("excluded.gate"),
+            state_reason: eb.ref("excluded.state_reason"),
+            discount: eb.ref("excluded.discount"),
+            discount_raw: eb.ref("excluded.discount_raw"),
+            intrinsic_usd: eb.ref("excluded.intrinsic_usd"),
+            market_usd: eb.ref("excluded.market_usd"),
+            confidence: eb.ref("excluded.confidence"),
+            committed_since: eb.ref("excluded.committed_since"),
+            published_since: eb.ref("excluded.published_since"),
+            updated_at: eb.ref("excluded.updated_at"),
+            version: eb.ref("excluded.version"),
+            sol_per_lst: eb.ref("excluded.sol_per_lst"),
+            oracle: eb.ref("excluded.oracle"),
+            circulating_supply: sql<string | null>`coalesce(excluded.circulating_supply, asset_snapshots.circulating_supply)`,
+          }))
+          .where(sql<boolean>`(excluded.updated_at, excluded.version) > (asset_snapshots.updated_at, asset_snapshots.version)`),
+      )
+      .returning("mint")
+      .execute();
+    applied += written.length;
+  }
+  return applied;
+}
+
+function snapshotValues(row: SnapshotRow) {
+  return {
     mint: row.mint,
     state: row.state,
     band: row.band,
@@ -201,35 +257,12 @@ export async function upsertSnapshot(db: Executor, row: SnapshotRow): Promise<bo
     oracle: oracleParamOrNull(row.oracle),
     circulating_supply: decimalParamOrNull(row.circulating_supply, "circulating_supply"),
   };
-  const applied = await db
-    .insertInto("asset_snapshots")
-    .values(values)
-    .onConflict((oc) =>
-      oc
-        .column("mint")
-        .doUpdateSet((eb) => ({
-          state: eb.ref("excluded.state"),
-          band: eb.ref("excluded.band"),
-          gate: eb.ref("excluded.gate"),
-          state_reason: eb.ref("excluded.state_reason"),
-          discount: eb.ref("excluded.discount"),
-          discount_raw: eb.ref("excluded.discount_raw"),
-          intrinsic_usd: eb.ref("excluded.intrinsic_usd"),
-          market_usd: eb.ref("excluded.market_usd"),
-          confidence: eb.ref("excluded.confidence"),
-          committed_since: eb.ref("excluded.committed_since"),
-          published_since: eb.ref("excluded.published_since"),
-          updated_at: eb.ref("excluded.updated_at"),
-          version: eb.ref("excluded.version"),
-          sol_per_lst: eb.ref("excluded.sol_per_lst"),
-          oracle: eb.ref("excluded.oracle"),
-          circulating_supply: sql<string | null>`coalesce(excluded.circulating_supply, asset_snapshots.circulating_supply)`,
-        }))
-        .where(sql<boolean>`(excluded.updated_at, excluded.version) > (asset_snapshots.updated_at, asset_snapshots.version)`),
-    )
-    .returning("mint")
-    .execute();
-  return applied.length > 0;
+}
+
+/** The newest snapshot's `updated_at`, or null when there is none: one aggregate, not every row (readiness). */
+export async function newestSnapshotAt(db: Executor): Promise<EpochMs | null> {
+  const r = await db.selectFrom("asset_snapshots").select((eb) => eb.fn.max("updated_at").as("at")).executeTakeFirst();
+  return toMsOrNull(r?.at ?? null, "max(asset_snapshots.updated_at)");
 }
 
 /** Every stored snapshot, by mint. */

@@ -23,7 +23,7 @@ import {
   type StoredReceipt,
   type TransitionMeta,
 } from "./alerts.ts";
-import { latestSnapshots, upsertAssets, upsertSnapshot, type SnapshotRow } from "./assets.ts";
+import { latestSnapshots, newestSnapshotAt, upsertAssets, upsertSnapshot, upsertSnapshots, type SnapshotRow } from "./assets.ts";
 import { migrateToLatest } from "./migrate.ts";
 import { openPgliteDir } from "./pglite-fs.ts";
 import { applyRetention, type RetentionResult } from "./retention.ts";
@@ -70,7 +70,11 @@ export interface Store {
   /** Upserts catalog assets, stamping changed rows with the clock's now. */
   upsertAssets(assets: readonly CatalogAsset[]): Promise<number>;
   upsertSnapshot(row: SnapshotRow): Promise<boolean>;
+  /** `upsertSnapshot` for many assets in one statement; returns how many were applied. */
+  upsertSnapshots(rows: readonly SnapshotRow[]): Promise<number>;
   latestSnapshots(): Promise<SnapshotRow[]>;
+  /** The newest snapshot's `updated_at` (null: none), without reading every snapshot. */
+  newestSnapshotAt(): Promise<EpochMs | null>;
   insertTransition(receipt: Receipt, meta: TransitionMeta): Promise<boolean>;
   /** Stamps `dispatched_at` (default: the clock's now) once. */
   markDispatched(id: string, at?: EpochMs): Promise<boolean>;
@@ -134,7 +138,9 @@ export function createStore(db: Kysely<Database>, kind: StoreKind, clock: Clock,
     hasRoom,
     upsertAssets: (assets) => upsertAssets(db, assets, clock.now()),
     upsertSnapshot: (row) => upsertSnapshot(db, row),
+    upsertSnapshots: (rows) => upsertSnapshots(db, rows),
     latestSnapshots: () => latestSnapshots(db),
+    newestSnapshotAt: () => newestSnapshotAt(db),
     insertTransition: (receipt, meta) => insertTransition(db, receipt, meta),
     markDispatched: (id, at) => markDispatched(db, id, at ?? clock.now()),
     alerts: (q) => alerts(db, q),

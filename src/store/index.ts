@@ -12,6 +12,7 @@ export {
   snapshotFromStateEvent,
   upsertAssets,
   upsertSnapshot,
+  upsertSnapshots,
   type OracleSnapshot,
   type OracleSnapshots,
   type SnapshotRow,

@@ -11,6 +11,7 @@ import * as readModels from "./migrations/2026_11_21_0002_read_models.ts";
 import * as accounts from "./migrations/2026_11_21_0003_accounts.ts";
 import * as dispatch from "./migrations/2026_11_21_0004_dispatch.ts";
 import * as anchoring from "./migrations/2026_11_21_0005_anchoring.ts";
+import * as incrementalRollups from "./migrations/2026_11_25_0006_incremental_rollups.ts";
 
 /** Any Kysely instance: migrations work below the app's table types (Kysely's Migrator takes `Kysely<any>`). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -22,6 +23,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "2026_11_21_0003_accounts": accounts,
   "2026_11_21_0004_dispatch": dispatch,
   "2026_11_21_0005_anchoring": anchoring,
+  "2026_11_25_0006_incremental_rollups": incrementalRollups,
 };
 
 export const migrationProvider: MigrationProvider = {

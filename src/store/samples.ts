@@ -1,11 +1,11 @@
 /**
  * Raw samples and their 1-minute rollups.
  *
- * A batch is inserted with ON CONFLICT DO NOTHING (re-delivery is harmless), then every (mint, minute) the batch
- * touched is RECOMPUTED from the raw rows with one INSERT ... SELECT ... GROUP BY ... ON CONFLICT DO UPDATE. Rollups
- * are therefore a pure function of the raw rows: a minute whose samples arrive in two batches, or twice, comes out the
- * same. Concurrent batches for one asset are serialised by a transaction-scoped advisory lock per mint, so neither
- * recomputes a minute without the other's committed rows.
+ * A batch is inserted with ON CONFLICT DO NOTHING (re-delivery is harmless), and in the same statement the rows it
+ * newly stored are added to their minutes' rollups (sum, count, min, max, last state): incremental, so a batch costs
+ * what it carries, not a re-read of every minute it touches (issue 15; before, each touched minute was recomputed from
+ * its raw rows). Rollups stay a function of the raw rows: a minute whose samples arrive in two batches, or twice,
+ * comes out the same as a recompute (tested against one).
  *
  * Rollups outlive raw rows (90 d against 7 d), so a minute must never be recomputed once retention has deleted any of
  * its raw rows: that would overwrite a full rollup with a partial one. Batches only carry recent samples; as a guard,
@@ -14,13 +14,13 @@
 import { sql } from "kysely";
 import type { StateEvent } from "../actors/index.ts";
 import { PEG_STATES, decimalToWire, type EpochMs, type PegState } from "../methodology/index.ts";
-import { atomically, decimalParam, toDecimal, toEnum, toInt, toMs, toMsOrNull, tsParam } from "./normalise.ts";
+import { decimalParam, toDecimal, toEnum, toInt, toMs, toMsOrNull, tsParam } from "./normalise.ts";
 import { RAW_RETENTION_MS } from "./retention.ts";
 import type { Executor } from "./schema.ts";
 
 const MINUTE_MS = 60_000;
-/** Rows per INSERT: 8 parameters each stays far below PostgreSQL's 65,535-parameter limit. */
-const CHUNK = 1000;
+/** Rows per statement (column arrays: 8 parameters whatever the size), bounding one statement's work and memory. */
+const CHUNK = 5000;
 
 /** One accepted sample's published evaluation. Decimals are wire strings. */
 export interface SampleRow {
@@ -42,7 +42,7 @@ export interface InsertSamplesResult {
   readonly inserted: number;
   /** Rows refused because their minute is past raw retention. */
   readonly stale: number;
-  /** (mint, minute) rollups recomputed. */
+  /** (mint, minute) rollups the newly stored rows were added to (0 for a re-delivered batch). */
   readonly minutes: number;
 }
 
@@ -68,7 +68,10 @@ function checkRow(r: SampleRow): void {
   for (const k of ["discount", "discount_raw", "market_usd", "intrinsic_usd"] as const) decimalParam(r[k], `sample.${k}`);
 }
 
-/** Stores a batch and recomputes the rollups of every minute it touched, in one transaction. */
+/**
+ * Stores a batch and adds its newly stored rows to their minutes' rollups, in one statement (so one transaction).
+ * Rows arrive as column arrays (`unnest`), a fixed 8 parameters whatever the batch size.
+ */
 export async function insertSamples(
   db: Executor,
   rows: readonly SampleRow[],
@@ -78,58 +81,68 @@ export async function insertSamples(
   const horizon = opts.now === undefined ? -Infinity : opts.now - RAW_RETENTION_MS;
   const fresh = rows.filter((r) => minuteOf(r.ts) >= horizon);
   if (fresh.length === 0) return { inserted: 0, stale: rows.length, minutes: 0 };
-  const touched = new Map<string, { mint: string; minute: EpochMs }>();
-  for (const r of fresh) {
-    const minute = minuteOf(r.ts);
-    touched.set(`${r.mint}\u0000${minute}`, { mint: r.mint, minute });
+  let inserted = 0;
+  let minutes = 0;
+  for (let i = 0; i < fresh.length; i += CHUNK) {
+    const r = await insertChunk(db, fresh.slice(i, i + CHUNK));
+    inserted += r.inserted;
+    minutes += r.minutes;
   }
-  const mints = [...new Set(fresh.map((r) => r.mint))].sort();
-  return atomically(db, async (trx) => {
-    // Sorted, so two batches over the same assets take their locks in the same order and cannot deadlock.
-    for (const mint of mints) {
-      await sql`select pg_advisory_xact_lock(hashtext('peg.samples'), hashtext(${mint}))`.execute(trx);
-    }
-    let inserted = 0;
-    for (let i = 0; i < fresh.length; i += CHUNK) {
-      const chunk = fresh.slice(i, i + CHUNK).map((r) => ({
-        mint: r.mint,
-        ts: tsParam(r.ts),
-        seq: r.seq,
-        discount: r.discount,
-        discount_raw: r.discount_raw,
-        state: r.state,
-        market_usd: r.market_usd,
-        intrinsic_usd: r.intrinsic_usd,
-      }));
-      const res = await trx
-        .insertInto("samples")
-        .values(chunk)
-        .onConflict((oc) => oc.columns(["mint", "ts", "seq"]).doNothing())
-        .executeTakeFirst();
-      inserted += toInt(res.numInsertedOrUpdatedRows ?? 0, "inserted samples");
-    }
-    const minutes = [...touched.values()];
-    for (let i = 0; i < minutes.length; i += CHUNK) {
-      await recomputeRollups(trx, minutes.slice(i, i + CHUNK));
-    }
-    return { inserted, stale: rows.length - fresh.length, minutes: minutes.length };
-  });
+  return { inserted, stale: rows.length - fresh.length, minutes };
 }
 
-async function recomputeRollups(trx: Executor, minutes: readonly { mint: string; minute: EpochMs }[]): Promise<void> {
-  const values = sql.join(minutes.map((m) => sql`(${m.mint}::text, ${tsParam(m.minute)}::timestamptz)`));
-  await sql`
-    insert into rollups_1m (mint, minute, avg_discount, min_discount, max_discount, samples, last_state, last_ts)
-    select t.mint, t.minute, avg(s.discount), min(s.discount), max(s.discount), count(*)::integer,
-           (array_agg(s.state order by s.ts desc, s.seq desc))[1], max(s.ts)
-    from (values ${values}) as t (mint, minute)
-    join samples s on s.mint = t.mint and s.ts >= t.minute and s.ts < t.minute + interval '1 minute'
-    group by t.mint, t.minute
-    on conflict (mint, minute) do update set
-      avg_discount = excluded.avg_discount, min_discount = excluded.min_discount,
-      max_discount = excluded.max_discount, samples = excluded.samples,
-      last_state = excluded.last_state, last_ts = excluded.last_ts
-  `.execute(trx);
+/**
+ * One chunk: `ins` stores the rows that are new (a re-delivered row conflicts and is not returned), `agg` sums what
+ * `ins` returned per (mint, minute), and the rollup upsert adds those sums. A row is therefore counted in its rollup
+ * exactly when it is stored, in the same statement: redelivery never double-counts, and two batches of one minute
+ * (even concurrent: the upsert locks the rollup row, and the later one adds to the committed sums) add up.
+ * The average is `sum / samples` with PostgreSQL's numeric division, which is what `avg(numeric)` computes.
+ * The last state is the one of the greatest (ts, seq), as in the raw history's order.
+ */
+async function insertChunk(db: Executor, chunk: readonly SampleRow[]): Promise<{ inserted: number; minutes: number }> {
+  const col = <T>(f: (r: SampleRow) => T): T[] => chunk.map(f);
+  const res = await sql<{ inserted: number | string; minutes: number | string }>`
+    with input as (
+      select * from unnest(
+        ${col((r) => r.mint)}::text[], ${col((r) => tsParam(r.ts))}::timestamptz[], ${col((r) => r.seq)}::integer[],
+        ${col((r) => r.discount)}::numeric[], ${col((r) => r.discount_raw)}::numeric[], ${col((r) => r.state)}::text[],
+        ${col((r) => r.market_usd)}::numeric[], ${col((r) => r.intrinsic_usd)}::numeric[]
+      ) as t (mint, ts, seq, discount, discount_raw, state, market_usd, intrinsic_usd)
+    ),
+    ins as (
+      insert into samples (mint, ts, seq, discount, discount_raw, state, market_usd, intrinsic_usd)
+      select mint, ts, seq, discount, discount_raw, state, market_usd, intrinsic_usd from input
+      on conflict (mint, ts, seq) do nothing
+      returning mint, ts, seq, discount, state
+    ),
+    agg as (
+      select i.mint, date_bin('1 minute', i.ts, timestamptz '1970-01-01T00:00:00Z') as minute, sum(i.discount) as sum_discount, min(i.discount) as min_discount,
+             max(i.discount) as max_discount, count(*)::integer as samples,
+             (array_agg(i.state order by i.ts desc, i.seq desc))[1] as last_state,
+             (array_agg(i.ts order by i.ts desc, i.seq desc))[1] as last_ts,
+             (array_agg(i.seq order by i.ts desc, i.seq desc))[1] as last_seq
+      from ins i
+      group by 1, 2
+    ),
+    up as (
+      insert into rollups_1m as r (mint, minute, avg_discount, min_discount, max_discount, samples, last_state, last_ts, sum_discount, last_seq)
+      select mint, minute, sum_discount / samples, min_discount, max_discount, samples, last_state, last_ts, sum_discount, last_seq
+      from agg
+      on conflict (mint, minute) do update set
+        sum_discount = r.sum_discount + excluded.sum_discount,
+        samples = r.samples + excluded.samples,
+        avg_discount = (r.sum_discount + excluded.sum_discount) / (r.samples + excluded.samples),
+        min_discount = least(r.min_discount, excluded.min_discount),
+        max_discount = greatest(r.max_discount, excluded.max_discount),
+        last_state = case when (excluded.last_ts, excluded.last_seq) > (r.last_ts, r.last_seq) then excluded.last_state else r.last_state end,
+        last_seq = case when (excluded.last_ts, excluded.last_seq) > (r.last_ts, r.last_seq) then excluded.last_seq else r.last_seq end,
+        last_ts = greatest(r.last_ts, excluded.last_ts)
+      returning 1
+    )
+    select (select count(*) from ins) as inserted, (select count(*) from up) as minutes
+  `.execute(db);
+  const row = res.rows[0]!;
+  return { inserted: toInt(row.inserted, "inserted samples"), minutes: toInt(row.minutes, "rollup minutes") };
 }
 
 /** History row of the `raw` bucket (addendum A). */

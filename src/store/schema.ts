@@ -72,6 +72,10 @@ export interface Rollups1mTable {
   samples: number;
   last_state: string;
   last_ts: Timestamptz;
+  /** Exact sum of the minute's discounts: `avg_discount` is `sum_discount / samples` (migration 0006). */
+  sum_discount: Numeric;
+  /** Seq of the minute's last row (with `last_ts`, its order key). */
+  last_seq: number;
 }
 
 export interface AlertsTable {

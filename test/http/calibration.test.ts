@@ -145,6 +145,8 @@ async function insertRollups(store: Store, d: Distribution): Promise<void> {
     samples: 1,
     last_state: "PEGGED",
     last_ts: new Date(m + 30 * SEC).toISOString(),
+    sum_discount: avg,
+    last_seq: 1,
   }));
   for (let i = 0; i < values.length; i += 1_000) await store.db.insertInto("rollups_1m").values(values.slice(i, i + 1_000)).execute();
 }

@@ -1,4 +1,6 @@
 /** Store contract, part 3: raw samples, 1-minute rollups, history, retention. */
+import fc from "fast-check";
+import { sql } from "kysely";
 import { describe, expect, test } from "vitest";
 import {
   RAW_RETENTION_MS,
@@ -47,8 +49,9 @@ export function sampleContract(ctx: ContractContext): void {
       ];
       expect(await ctx.store.insertSamples(batch)).toEqual({ inserted: 4, stale: 0, minutes: 3 });
       const [raw1, roll1] = [await raw(), await rollups()];
-      expect(await ctx.store.insertSamples(batch)).toEqual({ inserted: 0, stale: 0, minutes: 3 });
-      expect(await ctx.store.insertSamples([...batch, batch[0]!])).toEqual({ inserted: 0, stale: 0, minutes: 3 });
+      // Nothing new stored, so no rollup is touched.
+      expect(await ctx.store.insertSamples(batch)).toEqual({ inserted: 0, stale: 0, minutes: 0 });
+      expect(await ctx.store.insertSamples([...batch, batch[0]!])).toEqual({ inserted: 0, stale: 0, minutes: 0 });
       expect(await raw()).toEqual(raw1);
       expect(await rollups()).toEqual(roll1);
       expect(roll1.map((r) => r.samples)).toEqual([1, 2]);
@@ -85,6 +88,43 @@ export function sampleContract(ctx: ContractContext): void {
       await Promise.all(batches.map((b) => ctx.store.insertSamples(b)));
       const [r] = await rollups();
       expect(r).toMatchObject({ ts: m, samples: 24, min_discount: "0", max_discount: "0.009" });
+    });
+
+    test("incremental rollups equal a recompute from the raw rows, whatever the batches (splits, re-deliveries, ties)", async () => {
+      await ctx.store.upsertAssets([USDC, USDT]);
+      const m = minute() - 3 * MIN;
+      const state = fc.constantFrom("PEGGED", "DRIFT", "DEPEG", "UNKNOWN" as const);
+      const row = fc.record({
+        usdt: fc.boolean(),
+        // Three minutes, few distinct instants, so same-instant ties (seq 0 and 1) and whole-row repeats happen.
+        at: fc.integer({ min: 0, max: 179 }).map((s) => m + s * 1_000),
+        seq: fc.integer({ min: 0, max: 1 }),
+        // Long decimals: the average must be exact to the last digit, not a float's.
+        discount: fc.tuple(fc.integer({ min: -5_000_000, max: 5_000_000 }), fc.integer({ min: 0, max: 30 })).map(([v, scale]) => (v / 10 ** 7).toFixed(7) + "1".repeat(scale)),
+        state,
+      });
+      const batches = fc.array(fc.array(row, { minLength: 1, maxLength: 40 }), { minLength: 1, maxLength: 6 });
+      await fc.assert(
+        fc.asyncProperty(batches, fc.boolean(), async (bs, concurrently) => {
+          await sql`truncate samples, rollups_1m`.execute(ctx.store.db);
+          const rowsOf = (b: (typeof bs)[number]) =>
+            b.map((r) => sample(r.usdt ? USDT.mint : USDC.mint, r.at, r.discount, { seq: r.seq, state: r.state }));
+          // Each batch once, then the first again (a re-delivery).
+          const all = [...bs, bs[0]!].map(rowsOf);
+          if (concurrently) await Promise.all(all.map((b) => ctx.store.insertSamples(b)));
+          else for (const b of all) await ctx.store.insertSamples(b);
+          const stored = await sql<Record<string, unknown>>`
+            select mint, minute, avg_discount::text as avg, min_discount::text as min, max_discount::text as max, samples, last_state,
+                   last_ts from rollups_1m order by mint, minute`.execute(ctx.store.db);
+          const recomputed = await sql<Record<string, unknown>>`
+            select mint, date_bin('1 minute', ts, timestamptz '1970-01-01T00:00:00Z') as minute, avg(discount)::text as avg,
+                   min(discount)::text as min, max(discount)::text as max, count(*)::integer as samples,
+                   (array_agg(state order by ts desc, seq desc))[1] as last_state, max(ts) as last_ts
+            from samples group by 1, 2 order by 1, 2`.execute(ctx.store.db);
+          expect(stored.rows).toEqual(recomputed.rows);
+        }),
+        { numRuns: 25 },
+      );
     });
 
     test("history: shapes, newest first, limit and inclusive from/to", async () => {

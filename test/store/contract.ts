@@ -128,6 +128,23 @@ export function describeStoreContract(name: string, open: OpenStore, options: Co
         expect(await ctx.store.upsertSnapshot(later)).toBe(true);
         expect(await ctx.store.latestSnapshots()).toEqual([later]);
       });
+
+      test("many at once: per mint the newest row of the batch, and only where newer than the stored one", async () => {
+        await ctx.store.upsertAssets([USDC, USDT]);
+        const stored: SnapshotRow = { ...base(), updated_at: T0 + 10_000, version: 50, state: "DEPEG", circulating_supply: "123" };
+        expect(await ctx.store.upsertSnapshot(stored)).toBe(true);
+        const usdc = (updated_at: number, version: number, state: SnapshotRow["state"]): SnapshotRow => ({ ...stored, updated_at, version, state, circulating_supply: null });
+        const usdt: SnapshotRow = { ...base(), mint: USDT.mint, updated_at: T0, version: 3 };
+        // USDC: two rows older than the stored one and one newer, out of order; USDT: new.
+        const applied = await ctx.store.upsertSnapshots([usdc(T0 + 9_000, 60, "PEGGED"), usdt, usdc(T0 + 11_000, 51, "CRITICAL"), usdc(T0 + 10_000, 49, "DRIFT")]);
+        expect(applied).toBe(2);
+        const byMint = new Map((await ctx.store.latestSnapshots()).map((r) => [r.mint, r]));
+        // The supply observed earlier stays when the newer row carries none.
+        expect(byMint.get(USDC.mint)).toEqual({ ...usdc(T0 + 11_000, 51, "CRITICAL"), circulating_supply: "123" });
+        expect(byMint.get(USDT.mint)).toEqual(usdt);
+        expect(await ctx.store.upsertSnapshots([usdc(T0 + 10_500, 99, "PEGGED")])).toBe(0);
+        expect(await ctx.store.upsertSnapshots([])).toBe(0);
+      });
     });
 
     alertContract(ctx);

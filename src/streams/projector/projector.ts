@@ -170,7 +170,7 @@ export function sampleProjector(
       stats.duplicates += rows.length - r.inserted - r.stale;
       stats.stale = (stats.stale ?? 0) + r.stale;
     }
-    // One statement per asset, concurrently: each is independent and conditional on being newer.
-    await Promise.all([...latest.values()].map((row) => store.upsertSnapshot(row)));
+    // One statement for the batch's assets, each row conditional on being newer than the stored one.
+    if (latest.size > 0) await store.upsertSnapshots([...latest.values()]);
   };
 }
