@@ -426,6 +426,8 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       store,
       natsAlive: () => nc.rtt().then(() => true),
       engineAlive: () => (engineSeen === null ? intakeOpen : engineSeen.alive()),
+      overload: () => link.overload(),
+      sampleQueue: () => ({ queued: link.stats.queuedSamples, dropped: link.stats.droppedSamples }),
       // Pending: acknowledged by this engine (ROLE=all), or seen on PEG_TRANSITIONS by this process's WebSocket feed
       // (any process serving the API, so an API process knows the transitions the engines published).
       pendingAlert: (id) => pending.has(id) || onStream.has(id),

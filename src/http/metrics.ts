@@ -13,6 +13,8 @@ export interface Metrics {
   readonly samples: Counter<"result">;
   readonly transitions: Counter<"to_state">;
   readonly wsClients: Gauge;
+  readonly sampleQueue: Gauge;
+  readonly samplesDropped: Counter;
   readonly wsBackpressureCloses: Counter;
   readonly up: Gauge<"dependency">;
 }
@@ -37,6 +39,16 @@ export function createMetrics(): Metrics {
       registers: [registry],
     }),
     wsClients: new Gauge({ name: "peg_oracle_websocket_clients", help: "Connected WebSocket clients", registers: [registry] }),
+    sampleQueue: new Gauge({
+      name: "peg_oracle_sample_publish_queue",
+      help: "Evaluated samples waiting for a JetStream publish slot (the engine link's queue)",
+      registers: [registry],
+    }),
+    samplesDropped: new Counter({
+      name: "peg_oracle_samples_dropped_total",
+      help: "Evaluated samples not recorded in PEG_SAMPLES because the publish queue was full (overload) or the publish failed",
+      registers: [registry],
+    }),
     wsBackpressureCloses: new Counter({
       name: "peg_oracle_websocket_backpressure_closes_total",
       help: "WebSocket clients closed (1013) for more than 1 MiB of queued messages",

@@ -35,6 +35,13 @@ export interface ApiDeps {
   readonly natsAlive: () => Promise<boolean>;
   /** The engine is running (intake subscribed, actors alive). */
   readonly engineAlive: () => boolean;
+  /**
+   * Why the engine cannot keep up (its sample publish queue is full and samples are being dropped), or null. Makes
+   * `/readyz` answer 503 with that reason.
+   */
+  readonly overload?: () => string | null;
+  /** The engine link's sample publish queue, for /metrics. */
+  readonly sampleQueue?: () => { readonly queued: number; readonly dropped: number };
   /** JetStream acknowledged this alert id and the store has not projected it yet. */
   readonly pendingAlert: (id: string) => boolean;
   /** Called with each transition the WebSocket feed reads from PEG_TRANSITIONS (back-fill and live), in order. */
@@ -148,14 +155,13 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
       ...(reachable ? (room ? {} : { database: "database has no room to write (disk full)" }) : { database: "database is unreachable or did not answer within 2 s" }),
       ...(natsState === "slow" ? { nats: "nats did not answer a ping within 2 s (down, or the connection is backed up)" } : natsState === "down" ? { nats: "nats is down" } : {}),
     };
-    let newest: number | null = null;
-    if (reachable) {
-      for (const s of await store.latestSnapshots()) newest = newest === null ? s.updated_at : Math.max(newest, s.updated_at);
-    }
+    const newest = reachable ? await store.newestSnapshotAt() : null;
+    const overload = deps.overload?.() ?? null;
     return {
       database,
       nats,
       engine: deps.engineAlive(),
+      ...(overload === null ? {} : { overloaded: overload }),
       snapshot_age_secs: newest === null ? null : Math.max(0, Math.floor((clock.now() - newest) / 1000)),
       ...(Object.keys(reasons).length === 0 ? {} : { reasons }),
     };
@@ -210,11 +216,18 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
     ...(deps.advisory === undefined ? {} : { advisory: deps.advisory }),
   });
   const router = new Router(routes);
+  let droppedSeen = 0;
   const refreshMetrics = async (): Promise<void> => {
     const r = await readiness();
     metrics.up.set({ dependency: "store" }, r.database ? 1 : 0);
     metrics.up.set({ dependency: "nats" }, r.nats ? 1 : 0);
     metrics.wsClients.set(wsClients?.() ?? 0);
+    const q = deps.sampleQueue?.();
+    if (q !== undefined) {
+      metrics.sampleQueue.set(q.queued);
+      metrics.samplesDropped.inc(Math.max(0, q.dropped - droppedSeen));
+      droppedSeen = Math.max(droppedSeen, q.dropped);
+    }
   };
   const handle = createPipeline({
     router,

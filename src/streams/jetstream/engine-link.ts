@@ -8,6 +8,11 @@ import { BoundedPublisher } from "./publisher.ts";
 import { SnapshotWriter } from "./snapshots.ts";
 import { subjects, TOPOLOGY, type Topology } from "./topology.ts";
 
+/** Warnings about dropped samples: at most one per this period. */
+const DROP_WARN_EVERY_MS = 10_000;
+/** `overload()` reports a drop for this long after it. */
+const OVERLOAD_HOLD_MS = 30_000;
+
 export type LogFn = (level: "debug" | "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
 
 /** A transition that JetStream acknowledged: from here on it counts as emitted. */
@@ -32,8 +37,9 @@ export interface EngineLinkOptions {
 
 /**
  * Carries the engine's decisions to JetStream. Per asset, in decision order:
- * - every evaluated sample is published to `peg.sample.<mint>` (best effort: dropped and counted when the queue is
- *   full during an outage) and echoed on core `peg.state.<mint>`;
+ * - every evaluated sample is published to `peg.sample.<mint>` (best effort: when the queue is full, during an outage
+ *   or an overload, it is dropped, counted, logged as a warning and reported by `overload()` to `/readyz`) and echoed
+ *   on core `peg.state.<mint>`;
  * - every transition is published to `peg.transition.<mint>` with `Nats-Msg-Id` = alert id and retried until
  *   JetStream acks it; only then is it emitted on `acked$`. Once `fence(mint, seq)` gave the asset's fencing token
  *   (the stream sequence of the last transition on its subject), every publish also expects that sequence as the
@@ -69,6 +75,8 @@ export class EngineLink {
   readonly #retryBaseMs: number;
   #queuedSamples = 0;
   #droppedSamples = 0;
+  #lastDropAt: number | null = null;
+  #lastDropWarnAt = -Infinity;
   #sub: Subscription | null = null;
   #closed = false;
 
@@ -129,12 +137,12 @@ export class EngineLink {
     } catch {
       // core publish while disconnected: state pushes are live-only, nothing to keep
     }
-    if (this.#queuedSamples >= this.#maxQueued) this.#droppedSamples++;
+    if (this.#queuedSamples >= this.#maxQueued) this.#dropped("the sample publish queue is full");
     else {
       this.#queuedSamples++;
       this.#publisher
         .publish(subjects.sample(e.mint), payload, sampleMsgId(e))
-        .catch(() => this.#droppedSamples++)
+        .catch(() => this.#dropped("a sample publish failed"))
         .finally(() => this.#queuedSamples--);
     }
     const snapshot = JSON.stringify(assetStateToJSON(e.engine));
@@ -145,6 +153,31 @@ export class EngineLink {
         if (this.#epoch(e.mint) === epoch) this.#snapshots.update(e.mint, snapshot);
       });
     }
+  }
+
+  /** Counts a sample not recorded in PEG_SAMPLES, and says so: a warning at most every 10 s while it lasts. */
+  #dropped(why: string): void {
+    this.#droppedSamples++;
+    const now = Date.now();
+    this.#lastDropAt = now;
+    if (now - this.#lastDropWarnAt >= DROP_WARN_EVERY_MS) {
+      this.#lastDropWarnAt = now;
+      this.#log("warn", "overloaded: evaluated samples are being dropped from PEG_SAMPLES", {
+        why,
+        dropped_total: this.#droppedSamples,
+        queued: this.#queuedSamples,
+        max_queued: this.#maxQueued,
+      });
+    }
+  }
+
+  /**
+   * Why the link is overloaded (it dropped a sample within the last `OVERLOAD_HOLD_MS`), or null. Read by `/readyz`:
+   * a process that cannot record what it evaluates is not ready.
+   */
+  overload(now = Date.now()): string | null {
+    if (this.#lastDropAt === null || now - this.#lastDropAt > OVERLOAD_HOLD_MS) return null;
+    return `overloaded: ${this.#droppedSamples} evaluated samples dropped since start, the last ${Math.max(0, Math.round((now - this.#lastDropAt) / 1000))} s ago (sample publish queue ${this.#queuedSamples}/${this.#maxQueued})`;
   }
 
   #epoch(mint: string): number {
