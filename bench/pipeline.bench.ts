@@ -64,7 +64,8 @@ const catalogForStore = {
 };
 await store.upsertAssets(hostAssets.map((h) => ({ ...catalog.active[0]!, entry: h.entry as never, mint: h.mint, symbol: h.symbol })) as never);
 
-const nc = await connect({ servers: nats.url });
+// As the service connects (src/cli/service.ts): no per-request stack traces.
+const nc = await connect({ servers: nats.url, noAsyncTraces: true });
 const topology = await ensureTopology(nc);
 // The engine's simulated time starts now: the store refuses sample rows already past raw retention (7 days).
 const clock = new SimulatedClock(systemClock.now());

@@ -203,7 +203,9 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       servers = [embedded.url];
       log("info", "started embedded nats-server", { url: embedded.url, store: config.nats.storeDir });
     }
-    const nc = await connect({ servers: [...servers], name: "peg-oracle", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    // noAsyncTraces: the client otherwise builds an Error (a stack trace) for every request and subscription timer,
+    // that is for every JetStream publish: 10 % of the engine's CPU at 4,000 samples/s (docs/benchmarks.md).
+    const nc = await connect({ servers: [...servers], name: "peg-oracle", maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
     undo.push(() => nc.close());
     const topology = await ensureTopology(nc, config.natsReplicas);
     // ROLE=engine: assets are leased in PEG_LEASES (src/streams/jetstream/leases.ts), recovered one by one on acquisition.

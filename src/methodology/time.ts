@@ -6,9 +6,14 @@ const RFC3339 =
 
 /** RFC 3339 UTC with exactly three fractional digits and `Z`, e.g. `2026-06-12T10:00:00.000Z`. */
 export function timestampToWire(ms: EpochMs): string {
+  // The instants of one tick repeat across every asset's sample, message, snapshot and row: the last one is kept.
+  if (ms === lastWire.ms) return lastWire.text;
   if (!Number.isSafeInteger(ms)) throw new RangeError(`not an integer epoch-ms timestamp: ${String(ms)}`);
-  return new Date(ms).toISOString();
+  const text = new Date(ms).toISOString();
+  lastWire = { ms, text };
+  return text;
 }
+let lastWire: { readonly ms: EpochMs; readonly text: string } = { ms: Number.NaN, text: "" };
 
 /**
  * Parses an RFC 3339 timestamp (any offset, up to nanosecond digits) to epoch milliseconds. Sub-millisecond digits
