@@ -217,7 +217,11 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       const r = await store.receiptById(latest.id);
       return r === undefined ? null : r.receipt;
     };
-    const recoveryRead = await readRecovery(config.role === "all" ? catalog.active : [], topology, { log, fromStore: latestStoredReceipt });
+    const recoveryRead = await readRecovery(config.role === "all" ? catalog.active : [], topology, {
+      log,
+      fromStore: latestStoredReceipt,
+      storeHas: (mints) => store.mintsWithAlerts(mints),
+    });
     const recovered = recoveryRead.states;
     // A resumed scenario feeds each asset only samples it has not applied: after a dwell-timer evaluation at D a
     // sample stamped D is still due (the timer fires first), after a sample evaluation at T none is.

@@ -4,7 +4,7 @@
  * absorbed by the repositories (normalise.ts). Migrations run at open.
  */
 import { PGlite } from "@electric-sql/pglite";
-import { Kysely, PostgresDialect, type Dialect } from "kysely";
+import { Kysely, PostgresDialect, sql, type Dialect } from "kysely";
 import { PGliteDialect } from "kysely-pglite-dialect";
 import { statfsSync } from "node:fs";
 import pg from "pg";
@@ -79,6 +79,8 @@ export interface Store {
   /** Stamps `dispatched_at` (default: the clock's now) once. */
   markDispatched(id: string, at?: EpochMs): Promise<boolean>;
   alerts(q: AlertsQuery): Promise<AlertRecord[]>;
+  /** Of `mints`, those with at least one stored alert (one query; recovery asks it for every asset at start). */
+  mintsWithAlerts(mints: readonly string[]): Promise<Set<string>>;
   alertById(id: string): Promise<AlertRecord | undefined>;
   receiptById(id: string): Promise<StoredReceipt | undefined>;
   countAlertsSince(ts: EpochMs): Promise<number>;
@@ -144,6 +146,12 @@ export function createStore(db: Kysely<Database>, kind: StoreKind, clock: Clock,
     insertTransition: (receipt, meta) => insertTransition(db, receipt, meta),
     markDispatched: (id, at) => markDispatched(db, id, at ?? clock.now()),
     alerts: (q) => alerts(db, q),
+    mintsWithAlerts: async (mints) => {
+      if (mints.length === 0) return new Set();
+      // One array parameter, however many assets.
+      const rows = await db.selectFrom("alerts").select("mint").distinct().where(sql<boolean>`mint = any(${[...mints]}::text[])`).execute();
+      return new Set(rows.map((r) => r.mint));
+    },
     alertById: (id) => alertById(db, id),
     receiptById: (id) => receiptById(db, id),
     countAlertsSince: (ts) => countAlertsSince(db, ts),

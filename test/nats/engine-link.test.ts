@@ -7,8 +7,10 @@ import { SimulatedClock } from "../../src/clock.ts";
 import { readinessBody } from "../../src/http/routes/health.ts";
 import { D, type Sample } from "../../src/methodology/index.ts";
 import {
+  BULK_FROM,
   EngineLink,
   ensureTopology,
+  readRecovery,
   recoverActors,
   subjects,
   TOPOLOGY,
@@ -153,6 +155,57 @@ describe("recovery", () => {
     expect(third.acked).toHaveLength(0); // no spurious transition
     await third.link.close();
     third.host.stop();
+  }, 60_000);
+});
+
+describe("bulk recovery", () => {
+  it("reads every asset's snapshot and last transition in one pass each, exactly as the per-asset reads do", async () => {
+    const assets = catalog.active;
+    expect(assets.length).toBeGreaterThanOrEqual(BULK_FROM);
+    const clock = new SimulatedClock(T0 + 5 * 3_600_000);
+    const host = new ActorHost({ assets, clock, gitSha: "" });
+    const link = new EngineLink(host, nc, jetstream(nc), topology, { snapshotEveryMs: 50 });
+    const acked: AckedTransition[] = [];
+    link.acked$.subscribe((a) => acked.push(a));
+    link.start();
+    // Every asset a snapshot; two of them a transition after it (DRIFT, decided by the dwell timer).
+    const par = (symbol: string, market: string): Sample => ({ ...sample(symbol, clock.now(), market), intrinsic_usd: new D(1) });
+    for (const a of assets.slice(0, 40)) host.ingest(par(a.symbol, "1"));
+    clock.increment(1_000);
+    for (const s of ["USDC", "USDT"]) host.ingest(par(s, "0.99"));
+    clock.increment(31_000);
+    await waitFor(() => acked.filter((x) => x.receipt.to_state === "DRIFT").length >= 2, 10_000, "two transitions");
+    await link.close();
+    host.stop();
+    // One snapshot deleted (a purged key reads as none), the rest as written.
+    await topology.actors.delete(assets[5]!.mint);
+
+    const asked: string[] = [];
+    const options = {
+      fromStore: async (mint: string) => (asked.push(mint), null),
+      storeHas: async (mints: readonly string[]) => new Set(mints.filter((m) => m === assets[60]!.mint)),
+    };
+    const bulk = await readRecovery(assets, topology, options);
+    // The store is asked only about the one asset it holds alerts for, among those with neither a snapshot nor a transition.
+    expect(asked).toEqual([assets[60]!.mint]);
+    let restorable = 0;
+    for (const a of assets) {
+      const one = await readRecovery([a], topology);
+      if (one.states.has(a.mint)) restorable++;
+      expect(bulk.transitionSeqs.get(a.mint), a.symbol).toBe(one.transitionSeqs.get(a.mint));
+      expect(bulk.states.get(a.mint), a.symbol).toEqual(one.states.get(a.mint));
+    }
+    for (const s of ["USDC", "USDT"]) expect(bulk.transitionSeqs.get(catalog.bySymbol(s)!.mint)).toBeGreaterThan(0);
+    // Restoring from the transitions (as after a rejected fencing token) reads the same receipts in bulk.
+    const preferred = await readRecovery(assets, topology, { preferTransition: true });
+    for (const s of ["USDC", "USDT"]) {
+      const mint = catalog.bySymbol(s)!.mint;
+      expect(preferred.states.get(mint)?.source).toBe("transition");
+      expect(preferred.states.get(mint)).toEqual((await readRecovery([catalog.bySymbol(s)!], topology, { preferTransition: true })).states.get(mint));
+    }
+    expect(bulk.states.has(assets[5]!.mint)).toBe(false);
+    expect(bulk.states.size).toBe(restorable);
+    expect(restorable).toBeGreaterThan(30);
   }, 60_000);
 });
 

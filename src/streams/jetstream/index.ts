@@ -7,6 +7,7 @@ export { startBatchConsumer, type BatchConsumer, type BatchConsumerOptions, type
 export { EngineLink, type AckedTransition, type EngineLinkOptions, type LogFn } from "./engine-link.ts";
 export {
   applyRecovery,
+  BULK_FROM,
   lastTransition,
   readRecovery,
   readRecoveryStates,

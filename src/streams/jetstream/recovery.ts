@@ -1,3 +1,4 @@
+import { DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { assetStateFromJSON, type ActorHost, type HostAsset } from "../../actors/index.ts";
 import { parseTimestamp, stateFromReceipt, type AssetState } from "../../methodology/index.ts";
 import type { LogFn } from "./engine-link.ts";
@@ -42,6 +43,12 @@ export interface RecoveryOptions {
   readonly log?: LogFn;
   readonly fromStore?: (mint: string) => Promise<ReceiptLike | null>;
   /**
+   * Of these mints, the ones the store holds any alert for (one query instead of a `fromStore` round trip for every
+   * asset with neither a snapshot nor a transition, e.g. every asset of a first start). Absent: `fromStore` is asked
+   * for each.
+   */
+  readonly storeHas?: (mints: readonly string[]) => Promise<ReadonlySet<string>>;
+  /**
    * Restore from the last transition in JetStream whenever there is one, whatever the snapshot says: after a publish
    * was rejected by the fencing token, the stream holds a transition this engine's snapshot does not include, even
    * when the snapshot is newer.
@@ -68,17 +75,19 @@ export interface RecoveryRead {
  */
 export async function readRecovery(assets: readonly HostAsset[], topology: Topology, options: RecoveryOptions = {}): Promise<RecoveryRead> {
   const log = options.log ?? (() => {});
+  const bulk = assets.length >= BULK_FROM ? await readAllLast(topology) : null;
   const out = new Map<string, { state: AssetState; source: RecoverySource }>();
   const transitionSeqs = new Map<string, number>();
+  const neither: HostAsset[] = [];
   for (const asset of assets) {
     let snapshot: AssetState | null = null;
     try {
-      const entry = await topology.actors.get(asset.mint);
-      if (entry !== null && entry.length > 0) snapshot = assetStateFromJSON(JSON.parse(entry.string()));
+      const text = bulk === null ? await snapshotText(topology, asset.mint) : (bulk.snapshots.get(asset.mint) ?? null);
+      if (text !== null) snapshot = assetStateFromJSON(JSON.parse(text));
     } catch (e) {
       log("warn", "ignoring unreadable actor snapshot", { asset: asset.symbol, error: e instanceof Error ? e.message : String(e) });
     }
-    const lastMsg = await lastTransition(topology, asset.mint);
+    const lastMsg = bulk === null ? await lastTransition(topology, asset.mint) : (bulk.transitions.get(asset.mint) ?? null);
     transitionSeqs.set(asset.mint, lastMsg?.seq ?? 0);
     const last = lastMsg?.receipt ?? null;
     const lastAt = last === null ? null : parseTimestamp(last.detected_at);
@@ -87,12 +96,71 @@ export async function readRecovery(assets: readonly HostAsset[], topology: Topol
       out.set(asset.mint, { state: stateFromReceipt(last), source: "transition" });
     } else if (snapshot !== null) {
       out.set(asset.mint, { state: snapshot, source: "snapshot" });
-    } else if (options.fromStore !== undefined) {
+    } else {
+      neither.push(asset);
+    }
+  }
+  if (options.fromStore !== undefined && neither.length > 0) {
+    const has = options.storeHas === undefined ? null : await options.storeHas(neither.map((a) => a.mint));
+    for (const asset of neither) {
+      if (has !== null && !has.has(asset.mint)) continue;
       const stored = await options.fromStore(asset.mint);
       if (stored !== null) out.set(asset.mint, { state: stateFromReceipt(stored), source: "store" });
     }
   }
   return { states: out, transitionSeqs };
+}
+
+/**
+ * From this many assets on, `readRecovery` reads every actor snapshot and every asset's last transition in one pass
+ * each (an ordered consumer delivering the last message per subject) instead of two round trips per asset. Below it
+ * (a lease acquisition restores one asset), the per-asset reads are cheaper than a pass over every subject.
+ */
+export const BULK_FROM = 32;
+
+async function snapshotText(topology: Topology, mint: string): Promise<string | null> {
+  const entry = await topology.actors.get(mint);
+  return entry !== null && entry.length > 0 ? entry.string() : null;
+}
+
+type LastTransition = NonNullable<Awaited<ReturnType<typeof lastTransition>>>;
+
+/**
+ * Every actor snapshot (the KV bucket's last value per key; a deleted or purged key has an empty value and is left
+ * out) and every asset's last transition, each in one pass over its stream.
+ */
+async function readAllLast(topology: Topology): Promise<{ snapshots: Map<string, string>; transitions: Map<string, LastTransition> }> {
+  const kvPrefix = `$KV.${TOPOLOGY.actors.bucket}.`;
+  const transitionPrefix = subjects.transition("");
+  const [snapshotMsgs, transitionMsgs] = await Promise.all([
+    lastPerSubject(topology, `KV_${TOPOLOGY.actors.bucket}`, `${kvPrefix}>`),
+    lastPerSubject(topology, TOPOLOGY.transitions.stream, `${transitionPrefix}>`),
+  ]);
+  const snapshots = new Map<string, string>();
+  for (const m of snapshotMsgs) if (m.data.length > 0) snapshots.set(m.subject.slice(kvPrefix.length), m.string());
+  const transitions = new Map<string, LastTransition>();
+  for (const m of transitionMsgs) {
+    transitions.set(m.subject.slice(transitionPrefix.length), { seq: m.seq, msgId: m.headers?.get("Nats-Msg-Id") || null, receipt: m.json<ReceiptLike>() });
+  }
+  return { snapshots, transitions };
+}
+
+/** The last message of every subject matching `filter` in `stream`, through an ordered consumer, in one pass. */
+async function lastPerSubject(topology: Topology, stream: string, filter: string) {
+  const js = topology.jsm.jetstream();
+  const consumer = await js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.LastPerSubject });
+  const out: JsMsg[] = [];
+  try {
+    if ((await consumer.info(true)).num_pending === 0) return out;
+    const messages = await consumer.consume({ max_messages: 1_000 });
+    for await (const m of messages) {
+      out.push(m);
+      if (m.info.pending === 0) break;
+    }
+    return out;
+  } finally {
+    await consumer.delete().catch(() => {});
+  }
 }
 
 /** `readRecovery`'s states only. */
