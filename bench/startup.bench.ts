@@ -52,7 +52,10 @@ interface Run {
 
 async function run(name: string, env: Record<string, string>, mode: "stop" | "kill"): Promise<Run> {
   const spawned = performance.now();
-  const p = spawn(process.execPath, ["--max-semi-space-size=64", "--import", "tsx", CHILD], {
+  // BENCH_CPU_PROF_DIR: a V8 CPU profile of each child that exits on its own (not the killed one), for finding where
+  // start-up time goes.
+  const prof = process.env["BENCH_CPU_PROF_DIR"] === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${process.env["BENCH_CPU_PROF_DIR"]}`];
+  const p = spawn(process.execPath, [...prof, "--max-semi-space-size=64", "--import", "tsx", CHILD], {
     env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", ...env, BENCH_MODE: mode === "kill" ? "hold" : "stop", BENCH_HOLD_MS: String(HOLD_MS) },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -144,8 +147,8 @@ starts on the same nats-server and PostgreSQL database: the first on an empty st
 bucket (it runs, then stops in order, which writes every actor's snapshot to KV); a restart after that clean stop
 (every actor restored from its snapshot; then killed with SIGKILL); a restart after the kill. Times are milliseconds
 from the process's start (Node's time origin, so module loading is included) to: the catalog built and validated,
-the actors recovered (store opened and migrated, assets upserted, NATS and streams ready, one KV read and one
-last-transition lookup per asset), HTTP listening (projectors, webhook delivery, positions and the API started),
+the actors recovered (store opened and migrated, assets upserted, NATS and streams ready, one pass over the actor
+snapshots and one over the last transitions, \`src/streams/jetstream/recovery.ts\`), HTTP listening (projectors, webhook delivery, positions and the API started),
 \`startService\` returned, and the first 200 from \`/readyz\` (which also needs a projected snapshot in the store).
 "Spawn -> serving" is the same as seen by the parent process.
 

@@ -418,7 +418,9 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
         : kaminoPositions({ baseUrl: config.kaminoPositionsUrl });
     // Wall-clock time: lending positions are polled in real time, whatever clock a scenario replays on.
     const positions = runsApi ? new PositionsBook({ sources: [positionSource], clock: baseClock, log }) : null;
-    await positions?.start();
+    // Not awaited: the first load (seconds for thousands of assets, or a slow Kamino API) must not hold back serving
+    // the peg state; until it lands the advisory routes answer 503 not_ready ("retry shortly"), as documented.
+    void positions?.start();
     undo.push(async () => positions?.stop());
 
     let intakeOpen = true;

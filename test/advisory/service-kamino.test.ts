@@ -69,7 +69,12 @@ afterAll(async () => {
 
 describe("advisory figures from Kamino obligations", () => {
   it("serves the loop exposure of the obligations the Kamino URL lists, and nothing simulated", async () => {
-    const res = await fetch(`${base}/v1/assets/jitoSOL/loop-exposure`);
+    // The positions load after the service serves (503 not_ready until then).
+    let res = await fetch(`${base}/v1/assets/jitoSOL/loop-exposure`);
+    for (const until = Date.now() + 10_000; res.status === 503 && Date.now() < until; ) {
+      await new Promise((r) => setTimeout(r, 50));
+      res = await fetch(`${base}/v1/assets/jitoSOL/loop-exposure`);
+    }
     expect(res.status).toBe(200);
     const text = await res.text();
     const body = JSON.parse(text) as Record<string, unknown>;
