@@ -229,7 +229,9 @@ describe("EngineLink under overload", () => {
     const clock = new SimulatedClock(T0);
     const host = new ActorHost({ assets: [USDC], clock, gitSha: "" });
     const warnings: { msg: string; fields?: Record<string, unknown> }[] = [];
+    const wall = new SimulatedClock(T0);
     const link = new EngineLink(host, nc, stalled(jetstream(nc)), topology, {
+      clock: wall,
       maxQueuedSamples: 3,
       snapshotEveryMs: 60_000,
       log: (level, msg, fields) => {
@@ -246,13 +248,14 @@ describe("EngineLink under overload", () => {
     // One warning for the burst, with the figures.
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ msg: expect.stringMatching(/^overloaded/), fields: { dropped_total: 1, max_queued: 3 } });
+    wall.increment(29_000);
     const why = link.overload();
-    expect(why).toMatch(/^overloaded: 7 evaluated samples dropped since start/);
+    expect(why).toMatch(/^overloaded: 7 evaluated samples dropped since start, the last 29 s ago/);
     // /readyz: not ready, with the reason.
     const body = readinessBody({ database: true, nats: true, engine: true, snapshot_age_secs: 0, overloaded: why! });
     expect(body).toMatchObject({ ok: false, error: "not_ready", message: why });
     // It clears 30 s after the last drop.
-    expect(link.overload(Date.now() + 31_000)).toBeNull();
+    expect(link.overload(wall.now() + 31_000)).toBeNull();
     host.stop?.();
   });
 });

@@ -2,6 +2,7 @@ import { Subject, type Observable, type Subscription } from "rxjs";
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type PubAck } from "@nats-io/jetstream";
 import type { ActorHost, StateEvent } from "../../actors/index.ts";
 import { assetStateToJSON } from "../../actors/index.ts";
+import { systemClock, type Clock } from "../../clock.ts";
 import type { Receipt } from "../../methodology/index.ts";
 import { sampleMessage, sampleMsgId } from "./messages.ts";
 import { BoundedPublisher } from "./publisher.ts";
@@ -33,6 +34,11 @@ export interface EngineLinkOptions {
   readonly log?: LogFn;
   /** Waits between retries of a transition publish (capped). Default 250 ms doubling to 5 s. */
   readonly retryBaseMs?: number;
+  /**
+   * Wall time for the overload report (when samples were last dropped). Default the system clock: not the engine's
+   * clock, which a scenario replay or a simulated test runs faster.
+   */
+  readonly clock?: Clock;
 }
 
 /**
@@ -73,6 +79,7 @@ export class EngineLink {
   readonly #log: LogFn;
   readonly #maxQueued: number;
   readonly #retryBaseMs: number;
+  readonly #clock: Clock;
   #queuedSamples = 0;
   #droppedSamples = 0;
   #lastDropAt: number | null = null;
@@ -98,6 +105,7 @@ export class EngineLink {
     this.#log = options.log ?? (() => {});
     this.#maxQueued = options.maxQueuedSamples ?? 10_000;
     this.#retryBaseMs = options.retryBaseMs ?? 250;
+    this.#clock = options.clock ?? systemClock;
     this.#snapshots.start(options.snapshotEveryMs ?? 1_000);
   }
 
@@ -158,7 +166,7 @@ export class EngineLink {
   /** Counts a sample not recorded in PEG_SAMPLES, and says so: a warning at most every 10 s while it lasts. */
   #dropped(why: string): void {
     this.#droppedSamples++;
-    const now = Date.now();
+    const now = this.#clock.now();
     this.#lastDropAt = now;
     if (now - this.#lastDropWarnAt >= DROP_WARN_EVERY_MS) {
       this.#lastDropWarnAt = now;
@@ -175,7 +183,7 @@ export class EngineLink {
    * Why the link is overloaded (it dropped a sample within the last `OVERLOAD_HOLD_MS`), or null. Read by `/readyz`:
    * a process that cannot record what it evaluates is not ready.
    */
-  overload(now = Date.now()): string | null {
+  overload(now = this.#clock.now()): string | null {
     if (this.#lastDropAt === null || now - this.#lastDropAt > OVERLOAD_HOLD_MS) return null;
     return `overloaded: ${this.#droppedSamples} evaluated samples dropped since start, the last ${Math.max(0, Math.round((now - this.#lastDropAt) / 1000))} s ago (sample publish queue ${this.#queuedSamples}/${this.#maxQueued})`;
   }
