@@ -101,6 +101,12 @@ export interface Config {
   readonly simTickMs: number;
   /** Simulated-clock speed multiplier for scenario feeds, > 0 (2 = twice real time). Default 1. */
   readonly scenarioSpeed: number;
+  /**
+   * Where an engine (ROLE=engine) taking over an asset of a scenario feed finds the samples it missed: `file` (the
+   * scenario itself, default) or `received` (only what this process received, as with a live feed: rehearses a
+   * live failover on a replayable, checkable feed).
+   */
+  readonly scenarioCatchUp: "file" | "received";
   /** Port of a local @statelyai/inspect WebSocket bridge the actors stream to; null (default) when not inspecting. */
   readonly inspectPort: number | null;
   /** HS256 key for session JWTs, at least 32 bytes; null when unset (auth disabled). Secret. */
@@ -203,6 +209,7 @@ export const CONFIG_VARIABLES = [
   { name: "SIM_TICK_MS", default: "1000", secret: false, description: "Milliseconds between simulated ticks of one sample per asset (FEED=sim), integer 1-60000: 100 runs the market at ten times the production rate." },
   { name: "INSPECT_PORT", default: "", secret: false, description: "Port of a local @statelyai/inspect WebSocket bridge (ws://127.0.0.1:<port>) that every actor streams to, for Stately's inspector; unset: off." },
   { name: "SCENARIO_SPEED", default: "1", secret: false, description: "Speed multiplier of a scenario feed's clock, a positive decimal." },
+  { name: "SCENARIO_CATCHUP", default: "file", secret: false, description: "Where an engine (ROLE=engine) that takes over an asset of a scenario feed finds the samples it missed: file (the scenario) or received (only the samples this process received, as with a live feed; rehearses a live failover, docs/scaling.md)." },
   { name: "JWT_SECRET", default: null, secret: true, description: "HS256 session key, at least 32 bytes. Unset: login and /v1/me/* are disabled." },
   { name: "TELEGRAM_BOT_TOKEN", default: null, secret: true, description: "Telegram bot token for the login widget and alert messages. Unset: both are disabled." },
   { name: "TELEGRAM_API_URL", default: "https://api.telegram.org", secret: false, description: "Telegram Bot API base URL for alert messages (sendMessage)." },
@@ -310,6 +317,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     simIncidentEveryMs: read("SIM_INCIDENT_EVERY_MS", integerIn(0, 86_400_000), 600_000),
     simTickMs: read("SIM_TICK_MS", integerIn(1, 60_000), 1_000),
     scenarioSpeed: read("SCENARIO_SPEED", parseSpeed, 1),
+    scenarioCatchUp: read("SCENARIO_CATCHUP", (t) => (t === "file" || t === "received" ? ok(t) : bad("expected file or received")), "file"),
     inspectPort: read("INSPECT_PORT", integerIn(1, 65_535)),
     jwtSecret,
     telegramBotToken,

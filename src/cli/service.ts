@@ -309,7 +309,9 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
         engineClock: clock,
         log,
         fromStore: latestStoredReceipt,
-        ...("samplesOf" in chosen && chosen.samplesOf !== undefined ? { samplesOf: chosen.samplesOf } : {}),
+        // A live feed cannot be replayed: the partition keeps what it received instead (and so does a scenario run
+        // with SCENARIO_CATCHUP=received, which rehearses exactly that).
+        ...("samplesOf" in chosen && chosen.samplesOf !== undefined && config.scenarioCatchUp === "file" ? { samplesOf: chosen.samplesOf } : {}),
       });
       partition = p;
       undo.push(() => p.stop());

@@ -65,7 +65,10 @@ class World {
   readonly violations: string[] = [];
   #n = 0;
 
-  constructor(readonly rand: () => number) {}
+  constructor(
+    readonly rand: () => number,
+    readonly timings: { ttlMs?: number; renewEveryMs?: number } = { ttlMs: TTL, renewEveryMs: EVERY },
+  ) {}
 
   spawn(): Engine {
     const id = `e${this.#n++}`;
@@ -80,8 +83,7 @@ class World {
       self: id,
       assets: ASSETS,
       clock: this.clock,
-      ttlMs: TTL,
-      renewEveryMs: EVERY,
+      ...this.timings,
       handlers: {
         acquired: async (mint) => {
           const s = run(mint);
@@ -207,6 +209,52 @@ describe("LeaseManager on a CAS store", () => {
     }
     expect(allAt).not.toBeNull();
     expect(allAt! - killedAt).toBeLessThanOrEqual(10_000);
+    expect(w.violations).toEqual([]);
+    b.manager.abandon();
+  });
+
+  it("a killed engine's assets are taken right after its leases expire, not up to a planning period later", async () => {
+    // Killed at five phases of the survivor's 2 s planning period: each time within the slack of the expiry.
+    for (const phase of [0, 400, 800, 1_200, 1_600]) {
+      const w = new World(() => 0); // 5 ms per request
+      const a = w.spawn();
+      await w.advance(1_000);
+      const b = w.spawn();
+      await w.advance(8_000 + phase);
+      const moved = [...a.manager.held];
+      expect(moved.length).toBe(6);
+      const expiresAt = Math.max(...moved.map((m) => w.bucket.snapshot("asset.").get(LEASE_KEYS.asset(m))!.value.expires_at));
+      const killedAt = w.clock.now();
+      w.kill(a);
+      let allAt: number | null = null;
+      while (w.clock.now() - killedAt < 15_000 && allAt === null) {
+        await w.advance(20);
+        if (moved.every((m) => b.manager.held.has(m))) allAt = w.clock.now();
+      }
+      expect(allAt, `phase ${phase}`).not.toBeNull();
+      expect(allAt! - expiresAt, `phase ${phase}`).toBeGreaterThanOrEqual(0);
+      expect(allAt! - expiresAt, `phase ${phase}`).toBeLessThan(200);
+      expect(w.violations).toEqual([]);
+      b.manager.abandon();
+    }
+  });
+
+  it("the default timings move a killed engine's assets within 3 s", async () => {
+    const w = new World(() => 0, {});
+    const a = w.spawn();
+    await w.advance(1_000);
+    const b = w.spawn();
+    await w.advance(3_000);
+    const moved = [...a.manager.held];
+    expect(moved.length).toBe(6);
+    const killedAt = w.clock.now();
+    w.kill(a);
+    let allAt: number | null = null;
+    while (w.clock.now() - killedAt < 10_000 && allAt === null) {
+      await w.advance(20);
+      if (moved.every((m) => b.manager.held.has(m))) allAt = w.clock.now();
+    }
+    expect(allAt! - killedAt).toBeLessThanOrEqual(2_700);
     expect(w.violations).toEqual([]);
     b.manager.abandon();
   });

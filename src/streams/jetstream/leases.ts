@@ -139,17 +139,20 @@ export interface LeaseManagerOptions {
   /** Wall clock (leases are wall-clock time, whatever the feed's clock). */
   readonly clock: Clock;
   readonly handlers: LeaseHandlers;
-  /** Lease lifetime. Default 6,000 ms. */
+  /** Lease lifetime. Default 2,500 ms: a dead engine's assets move about 2.5 s after its last renewal. */
   readonly ttlMs?: number;
-  /** Renewal and rebalancing period. Default 1,500 ms. */
+  /** Renewal and rebalancing period. Default 500 ms. */
   readonly renewEveryMs?: number;
   /**
-   * Stop an asset this long after sending its last successful renewal. Default `ttlMs - 2,000` (4,000 ms): 2 s of
-   * margin for clock skew and a write in flight before anyone may take the lease.
+   * Stop an asset this long after sending its last successful renewal. Default `ttlMs - 1,000` (1,500 ms): 1 s of
+   * margin for clock skew and a late timer before anyone may take the lease.
    */
   readonly fenceAfterMs?: number;
   readonly log?: LogFn;
 }
+
+/** How long after a foreign lease's `expires_at` the next planning round runs (the expiry itself must have passed). */
+const EXPIRY_SLACK_MS = 20;
 
 interface Held {
   revision: number;
@@ -181,13 +184,15 @@ export class LeaseManager {
   /** A renewal failed for a reason other than a lost lease (or the planning failed): retry soon, not after a period. */
   #renewSoon = false;
   #planSoon = false;
+  /** The earliest `expires_at` of a lease another engine holds, as last listed: a failover starts right after it. */
+  #nextExpiry = Infinity;
   #stats = { acquired: 0, released: 0, lost: 0, fenced: 0, rounds: 0, failedRounds: 0 };
 
   constructor(options: LeaseManagerOptions) {
     this.#o = options;
-    this.#ttl = options.ttlMs ?? 6_000;
-    this.#every = options.renewEveryMs ?? 1_500;
-    this.#fenceAfter = options.fenceAfterMs ?? this.#ttl - 2_000;
+    this.#ttl = options.ttlMs ?? 2_500;
+    this.#every = options.renewEveryMs ?? 500;
+    this.#fenceAfter = options.fenceAfterMs ?? this.#ttl - 1_000;
     if (!(this.#fenceAfter > 0 && this.#fenceAfter < this.#ttl && this.#every < this.#fenceAfter)) {
       throw new RangeError("lease timing must satisfy 0 < renewEveryMs < fenceAfterMs < ttlMs");
     }
@@ -215,7 +220,10 @@ export class LeaseManager {
     };
     const planLoop = () => {
       if (this.#stopped) return;
-      this.#planTimer = this.#o.clock.setTimeout(() => void this.#plan().finally(planLoop), this.#planSoon ? Math.min(500, this.#every) : this.#every);
+      // A lease that is not renewed (its engine died) is taken as soon as it expires, not up to a period later.
+      const untilExpiry = this.#nextExpiry - this.#o.clock.now() + EXPIRY_SLACK_MS;
+      const period = this.#planSoon ? Math.min(500, this.#every) : this.#every;
+      this.#planTimer = this.#o.clock.setTimeout(() => void this.#plan().finally(planLoop), Math.max(EXPIRY_SLACK_MS, Math.min(period, untilExpiry)));
     };
     void first.finally(() => {
       renewLoop();
@@ -274,6 +282,8 @@ export class LeaseManager {
       let alive = 1;
       for (const [key, r] of engines) if (key !== LEASE_KEYS.engine(self) && r.value.expires_at > now) alive++;
       const plan = planLeases({ self, now, assets: this.#o.assets, leases: byMint, engines: alive, held: this.held });
+      this.#nextExpiry = Infinity;
+      for (const r of byMint.values()) if (r.value.owner !== self && r.value.expires_at > now) this.#nextExpiry = Math.min(this.#nextExpiry, r.value.expires_at);
       for (const mint of plan.release) await this.#release(mint);
       // Acquisitions run together: a failover restores all of a dead engine's assets at once.
       await Promise.all(plan.acquire.map(({ mint, revision }) => this.#acquire(mint, revision)));
@@ -465,8 +475,8 @@ export async function natsLeaseStore(nc: NatsConnection, replicas: number | "ope
     },
     update: async (key, value, revision) => {
       try {
-        // A short timeout: a renewal must land well within the fencing margin, or be retried soon.
-        return await kv.update(key, encode(value), revision, 1_500);
+        // A short timeout: a renewal must land well within the fencing deadline (1.5 s after it was sent), or be retried.
+        return await kv.update(key, encode(value), revision, 1_000);
       } catch (e) {
         if (isConflict(e)) throw new LeaseConflictError(key);
         throw e;

@@ -5,6 +5,7 @@ import type { Clock } from "../../clock.ts";
 import type { EpochMs, Sample } from "../../methodology/index.ts";
 import type { EngineLink, LogFn } from "./engine-link.ts";
 import { LeaseManager, type LeaseManagerOptions, type LeaseStore } from "./leases.ts";
+import { RecentSamples, type ReceivedSample } from "./recent-samples.ts";
 import { readRecovery } from "./recovery.ts";
 import type { Topology } from "./topology.ts";
 
@@ -26,9 +27,17 @@ export interface PartitionOptions {
   readonly fromStore?: FromStore;
   /**
    * A replayable feed (a scenario): the samples of one asset (by symbol) after `after`, up to `until`, in order. An
-   * acquired asset is fed them first, so no sample is lost between its previous owner's last state and now.
+   * acquired asset is fed them first, so no sample is lost between its previous owner's last state and now. Without
+   * it (a live feed) the engine keeps the samples it received lately (`RecentSamples`) and feeds an acquired asset
+   * those received since its restored state.
    */
   readonly samplesOf?: (symbol: string, after: EpochMs, until: EpochMs) => readonly Sample[];
+  /**
+   * How long received samples are kept for a take-over, in wall-clock ms (live feeds). Default 60,000: longer than a
+   * snapshot period, a lease and the restore, and than the JetStream leader elections after a lost nats-server
+   * (several seconds, up to 20 s seen), during which an engine fences its assets and takes them back afterwards.
+   */
+  readonly retainMs?: number;
   readonly lease?: Pick<LeaseManagerOptions, "ttlMs" | "renewEveryMs" | "fenceAfterMs">;
   /** Engine id (default a random UUID: unique per process start). */
   readonly self?: string;
@@ -48,8 +57,8 @@ export interface Partition {
 /**
  * Runs only the assets this engine leases (src/streams/jetstream/leases.ts). Every actor starts released; on acquiring an
  * asset its state is read like a start-up recovery (KV snapshot, or a newer acknowledged transition, or the store),
- * the actor resumes at that state's own instant, is fed the samples it missed (replayable feeds), then re-armed at
- * the engine clock's now. On losing a lease the actor stops at once and nothing more is written for it; on a
+ * the actor resumes at that state's own instant, is fed the samples it missed (from the scenario, or those this
+ * engine received since that instant: `RecentSamples`), then re-armed at the engine clock's now. On losing a lease the actor stops at once and nothing more is written for it; on a
  * graceful release it stops, its transitions are acknowledged and its snapshot is flushed before the lease is
  * deleted. The sequence of the asset's last transition, read with its state, is the fencing token of its publishes
  * (`EngineLink.fence`): a late publish of the previous owner and this engine's can never both be stored. When this
@@ -62,23 +71,39 @@ export function startPartition(o: PartitionOptions): Partition {
   const byMint = new Map(o.assets.map((a) => [a.mint, a]));
   /** Per symbol: samples at or before this instant were applied (replayable feeds only). */
   const fedUntil = new Map<string, EpochMs>();
+  /** Live feeds: what this engine received lately, every asset's (nobody can replay it). */
+  const received = o.samplesOf === undefined ? new RecentSamples({ windowMs: o.retainMs ?? 60_000, maxPerAsset: 1_000 }) : null;
   for (const a of o.assets) o.host.release(a.mint);
   const store = o.store;
 
+  /** The samples an acquired asset missed, `after` < ts (<= `now` for a replayable feed), with their instants. */
+  const missed = (asset: HostAsset, after: EpochMs, now: EpochMs): readonly ReceivedSample[] => {
+    if (o.samplesOf !== undefined) return o.samplesOf(asset.symbol, after, now).map((sample) => ({ sample, at: sample.ts }));
+    const kept = received!.since(asset.symbol, after);
+    if (kept.gapUpTo !== null) {
+      o.log("warn", "samples since the restored state are no longer kept; the asset resumes without them", {
+        asset: asset.symbol,
+        after: Number.isFinite(after) ? new Date(after).toISOString() : null,
+        lost_up_to: new Date(kept.gapUpTo).toISOString(),
+      });
+    }
+    return kept.samples;
+  };
+
   /**
-   * Feeds a just-started actor the samples it missed, `after` < ts <= `now`, at their own instants, then re-arms its
-   * dwell timer from `now` (committing a deadline that passed after the last of them). Returns how many were fed.
+   * Feeds a just-started actor the samples it missed, `after` < ts, at the instants they were (or would have been)
+   * evaluated at, then re-arms its dwell timer from `now` (committing a deadline that passed after the last of them).
+   * Returns how many were fed.
    */
   const catchUp = (asset: HostAsset, after: EpochMs, now: EpochMs, restoredEarlier: boolean): number => {
-    if (o.samplesOf === undefined) return 0;
     let last = after;
     let fed = 0;
-    for (const s of o.samplesOf(asset.symbol, after, now)) {
-      o.host.ingest(s, s.ts);
-      last = s.ts;
+    for (const { sample, at } of missed(asset, after, now)) {
+      o.host.ingest(sample, at);
+      last = sample.ts;
       fed++;
     }
-    fedUntil.set(asset.symbol, Math.max(last, now));
+    if (o.samplesOf !== undefined) fedUntil.set(asset.symbol, Math.max(last, now));
     const state = o.host.engineState(asset.mint);
     if ((fed > 0 || restoredEarlier) && state !== undefined) o.host.restoreAsset(asset.mint, state, now);
     return fed;
@@ -111,14 +136,14 @@ export function startPartition(o: PartitionOptions): Partition {
     // After a dwell-timer evaluation at D a sample stamped D is still due (the timer fires first).
     const applied = at === null ? -Infinity : state.lastTrigger === "dwell_timer" ? at - 1 : at;
     let caughtUp = 0;
-    if (o.samplesOf !== undefined && at !== null && at <= now) {
+    if (at !== null && at <= now) {
       o.host.restoreAsset(mint, state, at);
       caughtUp = catchUp(asset, applied, now, true);
     } else {
       o.host.restoreAsset(mint, state, now);
       if (o.samplesOf !== undefined) fedUntil.set(asset.symbol, applied);
     }
-    o.log("info", what, { asset: asset.symbol, mint, from: recovered.source, caught_up: caughtUp });
+    o.log("info", what, { asset: asset.symbol, mint, from: recovered.source, state_at: at === null ? null : new Date(at).toISOString(), caught_up: caughtUp });
   };
 
   const leases = new LeaseManager({
@@ -155,6 +180,7 @@ export function startPartition(o: PartitionOptions): Partition {
     ingest: (sample, now) => {
       const asset = bySymbol.get(sample.asset);
       if (asset === undefined) return { status: "unknown_asset" };
+      received?.record(sample, now, o.clock.now());
       if (!o.host.runs(asset.mint)) return { status: "released" };
       const until = fedUntil.get(sample.asset);
       if (until !== undefined && sample.ts <= until) return { status: "released" };
