@@ -3,7 +3,7 @@ import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type PubAck
 import type { ActorHost, StateEvent } from "../../actors/index.ts";
 import { assetStateToJSON } from "../../actors/index.ts";
 import { systemClock, type Clock } from "../../clock.ts";
-import type { Receipt } from "../../methodology/index.ts";
+import type { AssetState, Receipt } from "../../methodology/index.ts";
 import { sampleMessage, sampleMsgId } from "./messages.ts";
 import { BoundedPublisher } from "./publisher.ts";
 import { SnapshotWriter } from "./snapshots.ts";
@@ -58,11 +58,11 @@ export class EngineLink {
   readonly #host: ActorHost;
   readonly #js: JetStreamClient;
   readonly #publisher: BoundedPublisher;
-  readonly #snapshots: SnapshotWriter;
+  readonly #snapshots: SnapshotWriter<AssetState>;
   readonly #nc: { publish(subject: string, data: string): void };
   readonly #acked = new Subject<AckedTransition>();
   readonly #chains = new Map<string, Promise<void>>();
-  readonly #deferred = new Map<string, string>();
+  readonly #deferred = new Map<string, AssetState>();
   /**
    * Per asset, bumped when its lease is lost or its fencing token was rejected: steps queued before that publish and
    * write nothing.
@@ -101,7 +101,7 @@ export class EngineLink {
     this.#nc = nc;
     this.#js = js;
     this.#publisher = new BoundedPublisher(js, options.window ?? 256);
-    this.#snapshots = new SnapshotWriter(topology.actors);
+    this.#snapshots = new SnapshotWriter<AssetState>(topology.actors, (state) => JSON.stringify(assetStateToJSON(state)));
     this.#log = options.log ?? (() => {});
     this.#maxQueued = options.maxQueuedSamples ?? 10_000;
     this.#retryBaseMs = options.retryBaseMs ?? 250;
@@ -153,7 +153,7 @@ export class EngineLink {
         .catch(() => this.#dropped("a sample publish failed"))
         .finally(() => this.#queuedSamples--);
     }
-    const snapshot = JSON.stringify(assetStateToJSON(e.engine));
+    const snapshot = e.engine;
     if (e.transition) this.#deferred.set(e.mint, snapshot);
     else {
       const epoch = this.#epoch(e.mint);
@@ -300,9 +300,8 @@ export class EngineLink {
         // The restored state, written at once: an older snapshot of the discarded state must not outlive it.
         const state = this.#host.runs(mint) ? this.#host.engineState(mint) : undefined;
         if (state !== undefined && this.#epoch(mint) === epoch) {
-          const json = JSON.stringify(assetStateToJSON(state));
           this.#chain(mint, () => {
-            if (this.#epoch(mint) === epoch) this.#snapshots.update(mint, json);
+            if (this.#epoch(mint) === epoch) this.#snapshots.update(mint, state);
           });
         }
         return;
