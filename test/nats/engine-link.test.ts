@@ -259,3 +259,45 @@ describe("EngineLink under overload", () => {
     host.stop?.();
   });
 });
+
+/** A JetStream client whose first publish of each sample message is stored but its ack lost (a timeout). */
+function ackLostOnce(js: JetStreamClient): JetStreamClient {
+  const seen = new Set<string>();
+  return new Proxy(js, {
+    get(target, prop, receiver) {
+      if (prop !== "publish") return Reflect.get(target, prop, receiver) as unknown;
+      return async (subject: string, data: Uint8Array, opts: { msgID: string }) => {
+        const ack = await target.publish(subject, data, opts as never);
+        if (subject.startsWith("peg.sample.") && !seen.has(opts.msgID)) {
+          seen.add(opts.msgID);
+          throw new Error("TimeoutError: no ack");
+        }
+        return ack;
+      };
+    },
+  });
+}
+
+describe("EngineLink sample publishes", () => {
+  it("retries a sample whose ack was lost with the same Nats-Msg-Id: stored once, not counted as dropped", async () => {
+    const clock = new SimulatedClock(T0 + 7 * 86_400_000);
+    const host = new ActorHost({ assets: [USDT], clock, gitSha: "" });
+    const link = new EngineLink(host, nc, ackLostOnce(jetstream(nc)), topology, { retryBaseMs: 5, snapshotEveryMs: 60_000 });
+    link.start();
+    const stored = async () => {
+      const info = await topology.jsm.streams.info(TOPOLOGY.samples.stream, { subjects_filter: subjects.sample(USDT.mint) });
+      return info.state.subjects?.[subjects.sample(USDT.mint)] ?? 0;
+    };
+    const before = await stored();
+    for (let i = 0; i < 5; i++) {
+      clock.increment(1_000);
+      host.ingest(sample("USDT", clock.now(), "1"));
+    }
+    await waitFor(() => link.stats.queuedSamples === 0, 10_000, "the sample publishes to settle");
+    expect(link.stats.droppedSamples).toBe(0);
+    // Five samples, each stored once although each was published twice.
+    expect((await stored()) - before).toBe(5);
+    await link.close();
+    host.stop?.();
+  });
+});

@@ -24,6 +24,9 @@ export interface AckedTransition {
   readonly duplicate: boolean;
 }
 
+/** Tries of one sample publish before it is counted as dropped (PEG_SAMPLES deduplicates retries for 60 s). */
+const SAMPLE_ATTEMPTS = 3;
+
 export interface EngineLinkOptions {
   /** Publishes awaiting an ack at once. Default 256. */
   readonly window?: number;
@@ -43,9 +46,9 @@ export interface EngineLinkOptions {
 
 /**
  * Carries the engine's decisions to JetStream. Per asset, in decision order:
- * - every evaluated sample is published to `peg.sample.<mint>` (best effort: when the queue is full, during an outage
- *   or an overload, it is dropped, counted, logged as a warning and reported by `overload()` to `/readyz`) and echoed
- *   on core `peg.state.<mint>`;
+ * - every evaluated sample is published to `peg.sample.<mint>` (retried a few times with its `Nats-Msg-Id`; when the
+ *   queue is full or every try failed, during an outage or an overload, it is dropped, counted, logged as a warning
+ *   and reported by `overload()` to `/readyz`) and echoed on core `peg.state.<mint>`;
  * - every transition is published to `peg.transition.<mint>` with `Nats-Msg-Id` = alert id and retried until
  *   JetStream acks it; only then is it emitted on `acked$`. Once `fence(mint, seq)` gave the asset's fencing token
  *   (the stream sequence of the last transition on its subject), every publish also expects that sequence as the
@@ -148,10 +151,7 @@ export class EngineLink {
     if (this.#queuedSamples >= this.#maxQueued) this.#dropped("the sample publish queue is full");
     else {
       this.#queuedSamples++;
-      this.#publisher
-        .publish(subjects.sample(e.mint), payload, sampleMsgId(e))
-        .catch(() => this.#dropped("a sample publish failed"))
-        .finally(() => this.#queuedSamples--);
+      void this.#publishSample(subjects.sample(e.mint), payload, sampleMsgId(e)).finally(() => this.#queuedSamples--);
     }
     const snapshot = e.engine;
     if (e.transition) this.#deferred.set(e.mint, snapshot);
@@ -160,6 +160,25 @@ export class EngineLink {
       this.#chain(e.mint, () => {
         if (this.#epoch(e.mint) === epoch) this.#snapshots.update(e.mint, snapshot);
       });
+    }
+  }
+
+  /**
+   * Publishes one sample message, retried (same `Nats-Msg-Id`, so a publish that was stored but whose ack was lost
+   * is a duplicate, not a second message) up to `SAMPLE_ATTEMPTS` times; only then is it counted as dropped.
+   */
+  async #publishSample(subject: string, payload: string, msgId: string): Promise<void> {
+    for (let attempt = 1, wait = this.#retryBaseMs; ; attempt++, wait *= 2) {
+      try {
+        await this.#publisher.publish(subject, payload, msgId);
+        return;
+      } catch {
+        if (attempt >= SAMPLE_ATTEMPTS || this.#closed) {
+          this.#dropped("a sample publish failed");
+          return;
+        }
+        await new Promise((r) => setTimeout(r, wait));
+      }
     }
   }
 
@@ -341,7 +360,7 @@ export class EngineLink {
    */
   async settle(mint: string): Promise<void> {
     await this.#chains.get(mint);
-    await this.#snapshots.flush();
+    await this.#snapshots.flushAsset(mint);
   }
 
   /**

@@ -5,6 +5,12 @@ import type { KV } from "@nats-io/kv";
  * wins) and dirty entries are flushed every `everyMs`, and once more at shutdown. A failed put stays dirty and is
  * retried on the next flush, unless a newer state replaced it. States are kept as given (immutable values) and
  * encoded only when written: an asset sampled every 100 ms is serialised once per flush, not ten times.
+ *
+ * A flush writes at most `maxPerFlush` assets (the longest-dirty first: an entry keeps its place in the map when a newer
+ * state replaces it), `concurrency` puts at a time. With 10,000 assets sampled every second, writing all of them every
+ * second would double the JetStream publishes and starve the samples' acks; instead each asset's snapshot is at most
+ * `assets / maxPerFlush` flushes old (10 s at 10,000 assets with the defaults, 1 s up to 1,000 assets). A snapshot's
+ * age only decides how much a restart re-evaluates; the acknowledged transitions are never behind.
  */
 export class SnapshotWriter<T = string> {
   readonly #kv: KV;
@@ -15,9 +21,17 @@ export class SnapshotWriter<T = string> {
   #written = 0;
   #failures = 0;
 
-  constructor(kv: KV, encode: (value: T) => string = String) {
+  readonly #maxPerFlush: number;
+  readonly #concurrency: number;
+
+  constructor(kv: KV, encode: (value: T) => string = String, limits: { readonly maxPerFlush?: number; readonly concurrency?: number } = {}) {
     this.#kv = kv;
     this.#encode = encode;
+    this.#maxPerFlush = limits.maxPerFlush ?? 1_000;
+    this.#concurrency = limits.concurrency ?? 64;
+    if (!(Number.isInteger(this.#maxPerFlush) && this.#maxPerFlush > 0 && Number.isInteger(this.#concurrency) && this.#concurrency > 0)) {
+      throw new RangeError("maxPerFlush and concurrency must be positive integers");
+    }
   }
 
   get stats(): { written: number; failures: number; dirty: number } {
@@ -40,33 +54,63 @@ export class SnapshotWriter<T = string> {
     this.#timer.unref?.();
   }
 
-  /** Writes every dirty entry now. Concurrent calls share one flush. */
-  flush(): Promise<void> {
-    if (this.#flushing !== null) return this.#flushing.then(() => this.flush());
-    const batch = [...this.#dirty];
+  /**
+   * Writes up to `maxPerFlush` dirty entries (all of them with `all`, as at shutdown or a hand-over). Concurrent calls
+   * share one flush.
+   */
+  flush(all = false): Promise<void> {
+    if (this.#flushing !== null) return this.#flushing.then(() => this.flush(all));
+    const batch: [string, T][] = [];
+    for (const entry of this.#dirty) {
+      if (!all && batch.length >= this.#maxPerFlush) break;
+      batch.push(entry);
+    }
     if (batch.length === 0) return Promise.resolve();
-    this.#dirty.clear();
+    for (const [mint] of batch) this.#dirty.delete(mint);
     this.#flushing = (async () => {
-      const results = await Promise.allSettled(batch.map(([mint, value]) => this.#kv.put(mint, this.#encode(value))));
-      results.forEach((r, i) => {
-        const [mint, value] = batch[i]!;
-        if (r.status === "fulfilled") this.#written++;
-        else {
-          this.#failures++;
-          if (!this.#dirty.has(mint)) this.#dirty.set(mint, value);
+      let failed = 0;
+      let next = 0;
+      const worker = async () => {
+        while (next < batch.length) {
+          const [mint, value] = batch[next++]!;
+          try {
+            await this.#kv.put(mint, this.#encode(value));
+            this.#written++;
+          } catch {
+            failed++;
+            this.#failures++;
+            if (!this.#dirty.has(mint)) this.#dirty.set(mint, value);
+          }
         }
-      });
-      if (results.some((r) => r.status === "rejected")) throw new Error("some actor snapshots could not be written");
+      };
+      await Promise.all(Array.from({ length: Math.min(this.#concurrency, batch.length) }, worker));
+      if (failed > 0) throw new Error("some actor snapshots could not be written");
     })().finally(() => {
       this.#flushing = null;
     });
     return this.#flushing;
   }
 
-  /** Stops the timer and flushes what is left. */
+  /** Writes one asset's dirty state now, after the flush in progress (a hand-over: the next owner reads it). */
+  async flushAsset(mint: string): Promise<void> {
+    while (this.#flushing !== null) await this.#flushing.catch(() => {});
+    const value = this.#dirty.get(mint);
+    if (value === undefined) return;
+    this.#dirty.delete(mint);
+    try {
+      await this.#kv.put(mint, this.#encode(value));
+      this.#written++;
+    } catch (e) {
+      this.#failures++;
+      if (!this.#dirty.has(mint)) this.#dirty.set(mint, value);
+      throw e;
+    }
+  }
+
+  /** Stops the timer and flushes everything left. */
   async close(): Promise<void> {
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
-    await this.flush();
+    await this.flush(true);
   }
 }
