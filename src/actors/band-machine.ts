@@ -38,10 +38,11 @@ export interface BandContext {
   /** The instant the armed dwell timer is due, or null when none is armed. */
   readonly armedDeadline: EpochMs | null;
   /**
-   * What the last evaluation emitted, in decision order: the actor's one ordered queue of side effects. Replaced (never
-   * mutated) by each evaluation; the host drains it by identity from the actor's snapshot stream.
+   * What the last evaluation emitted, in decision order: the actor's one ordered queue of side effects. Each evaluation
+   * puts a new array here; the host takes its items out (leaving it empty) as it delivers them from the actor's
+   * snapshot stream, so a delivered decision is not kept alive until the next event.
    */
-  readonly outbox: readonly BandEmitted[];
+  readonly outbox: BandEmitted[];
   /** Set by an evaluation when the published state moved (or on resume): the state to route the machine to. */
   readonly route: PegState | null;
   /** Set by an evaluation when the dwell timer must be re-armed. */

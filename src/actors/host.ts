@@ -22,6 +22,7 @@ import {
 import { bandMachine, type BandEmitted } from "./band-machine.ts";
 import { EVENT_HISTORY, EventRing, machineView, type MachineView } from "./inspect.ts";
 import { assetStateFromJSON, assetStateToJSON, SnapshotFormatError, type AssetStateJSON } from "./persist.ts";
+import { SharedThresholds } from "./shared-thresholds.ts";
 
 /** What the host needs of a catalog asset (a CatalogAsset satisfies it). */
 export interface HostAsset {
@@ -95,17 +96,17 @@ type BandSnapshot = ReturnType<Actor<typeof bandMachine>["getSnapshot"]>;
 
 /**
  * One asset's actor and what the host keeps about it. The slot is itself the observer of its actor's snapshots (no
- * per-actor closure): it drains each new outbox, in order, through the host's `deliver`.
+ * per-actor closure): it takes each outbox's items, in order, and hands them to the host's `deliver`.
  */
 class Slot {
   lastSkip: SkipReason | null = null;
-  /** The outbox last drained (by identity): each evaluation replaces it with a new array. */
-  drained: readonly BandEmitted[] | null = null;
   /** Stopped by `release` (another engine runs the asset) until `restoreAsset`/`activateAsset`. */
   released = false;
 
   constructor(
     readonly asset: HostAsset,
+    /** `asset.methodology`, its thresholds object shared with every asset whose thresholds are equal. */
+    readonly methodology: MethodologyAsset,
     public actor: Actor<typeof bandMachine>,
     /** The most recent events, for inspection. */
     readonly events: EventRing,
@@ -114,9 +115,10 @@ class Slot {
 
   next(snapshot: BandSnapshot): void {
     const outbox = snapshot.context.outbox;
-    if (outbox === this.drained) return;
-    this.drained = outbox;
-    for (const e of outbox) this.deliver(this, e);
+    if (outbox.length === 0) return;
+    // Taking the items out (rather than remembering the array) delivers each exactly once however many snapshots
+    // carry this outbox, and lets the last decision, its inputs and its receipt go once delivered.
+    for (const e of outbox.splice(0)) this.deliver(this, e);
   }
 }
 
@@ -148,10 +150,13 @@ export class ActorHost {
     this.#step = options.step ?? { intrinsicLivenessGate: false };
     this.#eventHistory = options.eventHistory ?? EVENT_HISTORY;
     this.#inspect = options.inspect;
+    const thresholds = new SharedThresholds();
     for (const asset of options.assets) {
       if (this.#bySymbol.has(asset.symbol)) throw new Error(`duplicate asset symbol ${asset.symbol}`);
       if (this.#byMint.has(asset.mint)) throw new Error(`duplicate asset mint ${asset.mint}`);
-      const slot = new Slot(asset, this.#spawn(asset, undefined), new EventRing(this.#eventHistory), this.#deliverTo);
+      const methodology = thresholds.methodologyOf(asset.methodology);
+      const actor = this.#spawn(asset, methodology, undefined);
+      const slot = new Slot(asset, methodology, actor, new EventRing(this.#eventHistory), this.#deliverTo);
       this.#bySymbol.set(asset.symbol, slot);
       this.#byMint.set(asset.mint, slot);
       this.#wire(slot);
@@ -247,7 +252,7 @@ export class ActorHost {
     const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
     if (slot === undefined) throw new Error(`unknown asset ${key}`);
     slot.actor.stop();
-    slot.actor = this.#spawn(slot.asset, state);
+    slot.actor = this.#spawn(slot.asset, slot.methodology, state);
     slot.released = false;
     this.#wire(slot);
     slot.actor.start();
@@ -270,7 +275,7 @@ export class ActorHost {
     const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
     if (slot === undefined) throw new Error(`unknown asset ${key}`);
     slot.actor.stop();
-    slot.actor = this.#spawn(slot.asset, undefined);
+    slot.actor = this.#spawn(slot.asset, slot.methodology, undefined);
     slot.released = false;
     this.#wire(slot);
     slot.actor.start();
@@ -301,9 +306,9 @@ export class ActorHost {
     this.#events.complete();
   }
 
-  #spawn(asset: HostAsset, engine: AssetState | undefined): Actor<typeof bandMachine> {
+  #spawn(asset: HostAsset, methodology: MethodologyAsset, engine: AssetState | undefined): Actor<typeof bandMachine> {
     const input = {
-      asset: asset.methodology,
+      asset: methodology,
       catalogEntry: asset.entry,
       gitSha: this.#gitSha,
       options: this.#step,
@@ -313,9 +318,8 @@ export class ActorHost {
     return createActor(bandMachine, this.#inspect === undefined ? { input, clock: this.#clock } : { input, clock: this.#clock, inspect: this.#inspect });
   }
 
-  /** Drains each new outbox the actor publishes, in order, synchronously (inside `ingest` or the timer callback). */
+  /** Delivers what the actor puts in its outbox, in order, synchronously (inside `ingest` or the timer callback). */
   #wire(slot: Slot): void {
-    slot.drained = slot.actor.getSnapshot().context.outbox;
     slot.actor.subscribe(slot);
   }
 
