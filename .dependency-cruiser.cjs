@@ -3,7 +3,10 @@
  *   methodology  <-  actors  <-  streams, store  <-  http  <-  main.ts
  * catalog and wire sit beside actors: they may use methodology only. advisory (the loop-exposure model) is pure like
  * methodology and may use methodology and wire only; streams and http read it, never the reverse. auth (pure token and login checks) uses nothing
- * of the service; delivery (SSRF guard, signing, the webhook worker) sits beside streams.
+ * of the service; delivery (SSRF guard, signing, the webhook worker) sits beside streams. The client package
+ * (packages/client/src) uses the methodology only, and nothing of Node. x402 (the agent tools' payments: configuration,
+ * gate, ledger) sits beside anchor, below http; mcp (the agent-tool MCP server, /mcp and /x402/* routes) sits above http
+ * and below cli: http never imports it, the service hands its routes to the API.
  * A wrong import fails `npm test`.
  */
 const IO_MODULES = "^(node:)?(fs|fs/promises|net|http|https|http2|dgram|dns|tls|child_process|cluster|worker_threads|os|process|readline|vm)$";
@@ -11,10 +14,10 @@ module.exports = {
   forbidden: [
     {
       name: "methodology-is-pure",
-      comment: "src/methodology is pure math: no I/O module and no other src folder.",
+      comment: "src/methodology is pure math: no I/O module, no Node built-in (browsers run it: packages/client) and no other src folder.",
       severity: "error",
       from: { path: "^src/methodology/" },
-      to: { pathNot: "^src/methodology/|^node_modules/(decimal\\.js|canonicalize)/|^(node:)?crypto$" },
+      to: { pathNot: "^src/methodology/|^node_modules/(decimal\\.js|canonicalize|@noble/hashes)/" },
     },
     {
       name: "methodology-no-io-modules",
@@ -58,7 +61,7 @@ module.exports = {
       name: "streams-and-store-not-above",
       severity: "error",
       from: { path: "^src/(streams|store)/" },
-      to: { path: "^src/(http|cli)/|^src/main\\.ts$" },
+      to: { path: "^src/(http|cli|mcp|x402)/|^src/main\\.ts$" },
     },
     {
       name: "auth-is-pure",
@@ -85,7 +88,33 @@ module.exports = {
       name: "http-not-above",
       severity: "error",
       from: { path: "^src/http/" },
+      to: { path: "^src/(cli|mcp)/|^src/main\\.ts$" },
+    },
+    {
+      name: "x402-below-http",
+      comment: "x402 payments (gate, facilitator, ledger) use the store, anchor's fee payer, catalog and methodology: never http, mcp or cli.",
+      severity: "error",
+      from: { path: "^src/x402/" },
+      to: { path: "^src/(actors|streams|http|mcp|cli|delivery)/|^src/main\\.ts$" },
+    },
+    {
+      name: "mcp-below-cli",
+      comment: "the agent-tool server reads through http's routes and read model; only cli and main use it.",
+      severity: "error",
+      from: { path: "^src/mcp/" },
       to: { path: "^src/cli/|^src/main\\.ts$" },
+    },
+    {
+      name: "client-browser-safe",
+      comment:
+        "packages/client runs in browsers and depends on the service only through pure modules (the methodology): " +
+        "no Node built-in, no server folder, only its own runtime packages.",
+      severity: "error",
+      from: { path: "^packages/client/src/" },
+      to: {
+        pathNot:
+          "^packages/client/src/|^src/methodology/|^node_modules/(openapi-fetch|openapi-typescript-helpers|@noble/ed25519|@noble/hashes|decimal\\.js|canonicalize)/",
+      },
     },
     {
       name: "no-circular",

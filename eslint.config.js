@@ -3,7 +3,8 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "data/**", "dist/**", "test-results/**", "coverage/**", ".tmp/**"] },
+  // The client's generated REST types are openapi-typescript's output, checked for drift instead (test/client).
+  { ignores: ["node_modules/**", "data/**", "dist/**", "test-results/**", "coverage/**", ".tmp/**", "packages/client/src/generated/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,6 +1,7 @@
 /**
  * Peg-risk methodology 1.0.0: pure, decimal, deterministic. The engine, the offline verifier and the tests call the
- * same functions. No clock, no I/O, no floats.
+ * same functions. No clock, no I/O, no floats, and no Node built-ins (SHA-256 is @noble/hashes'): the client package
+ * (`packages/client`, `verifyReceipt`) runs this very code in browsers.
  */
 export * from "./types.ts";
 export * from "./constants.ts";

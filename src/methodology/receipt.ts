@@ -1,5 +1,6 @@
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import canonicalize from "canonicalize";
-import { createHash } from "node:crypto";
 import { thresholdKind } from "./bands.ts";
 import { METHODOLOGY_VERSION } from "./constants.ts";
 import { decimalToWire, parseDecimal, type Decimal } from "./decimal.ts";
@@ -253,6 +254,9 @@ function jcs(value: unknown, what: string): string {
   return text;
 }
 
+/** The 0x00 byte between the hashed parts. (SHA-256 is @noble/hashes', not node:crypto: browsers run this file too.) */
+const SEPARATOR = new Uint8Array([0]);
+
 /**
  * Receipt hash (methodology section 8): lowercase hex SHA-256 of
  * `version 0x00 git_sha 0x00 JCS(catalog entry) 0x00 JCS(inputs_frozen) 0x00 JCS(computed)`.
@@ -264,18 +268,17 @@ export function receiptHash(
   inputsFrozen: unknown,
   computed: unknown,
 ): string {
-  const sep = Buffer.from([0]);
-  const h = createHash("sha256");
-  h.update(Buffer.from(methodologyVersion, "utf8"));
-  h.update(sep);
-  h.update(Buffer.from(gitSha, "utf8"));
-  h.update(sep);
-  h.update(Buffer.from(jcs(catalogEntry, "catalog_entry"), "utf8"));
-  h.update(sep);
-  h.update(Buffer.from(jcs(inputsFrozen, "inputs_frozen"), "utf8"));
-  h.update(sep);
-  h.update(Buffer.from(jcs(computed, "computed"), "utf8"));
-  return h.digest("hex");
+  const h = sha256.create();
+  h.update(utf8ToBytes(methodologyVersion));
+  h.update(SEPARATOR);
+  h.update(utf8ToBytes(gitSha));
+  h.update(SEPARATOR);
+  h.update(utf8ToBytes(jcs(catalogEntry, "catalog_entry")));
+  h.update(SEPARATOR);
+  h.update(utf8ToBytes(jcs(inputsFrozen, "inputs_frozen")));
+  h.update(SEPARATOR);
+  h.update(utf8ToBytes(jcs(computed, "computed")));
+  return bytesToHex(h.digest());
 }
 
 /**
@@ -289,13 +292,11 @@ export function alertId(
   finalState: PegState,
   methodologyVersion: string,
 ): string {
-  const digest = createHash("sha256")
-    .update(`${mint}|${nowWire}|${previousState ?? ""}|${finalState}|${methodologyVersion}`, "utf8")
-    .digest();
-  const b = Buffer.from(digest.subarray(0, 16));
+  const digest = sha256(utf8ToBytes(`${mint}|${nowWire}|${previousState ?? ""}|${finalState}|${methodologyVersion}`));
+  const b = digest.slice(0, 16);
   b[6] = (b[6]! & 0x0f) | 0x80;
   b[8] = (b[8]! & 0x3f) | 0x80;
-  const hex = b.toString("hex");
+  const hex = bytesToHex(b);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 

@@ -1,0 +1,119 @@
+/**
+ * The typed REST client: openapi-fetch over the types generated from the service's OpenAPI document, with one
+ * difference in use: a call returns the success body, and every failure throws an `ApiError`.
+ */
+import createClient, { type Client, type FetchResponse, type MaybeOptionalInit } from "openapi-fetch";
+import { ApiError, apiErrorFromResponse } from "./errors.ts";
+import type { paths } from "./generated/schema.ts";
+
+type Method = "get" | "put" | "post" | "patch" | "delete";
+
+/** The API paths that have an operation for `M`. */
+export type PathsWith<M extends Method> = { [P in keyof paths]: paths[P] extends { [K in M]: object } ? P : never }[keyof paths];
+
+type RequiredKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? never : K }[keyof T];
+/** The init argument is optional exactly when the operation has no required parameter or body. */
+type InitArgs<I> = [RequiredKeys<I>] extends [never] ? [init?: I] : [init: I];
+type Operation<P extends keyof paths, M extends Method> = paths[P] extends { [K in M]: infer O extends Record<string | number, unknown> } ? O : never;
+type Init<P extends keyof paths, M extends Method> = MaybeOptionalInit<{ [K in M]: Operation<P, M> }, M>;
+
+/** The success body of `M P` (for `parseAs: "text"` a string); `undefined` for an operation that answers no content. */
+export type Success<P extends keyof paths, M extends Method, I = object> =
+  [NonNullable<FetchResponse<Operation<P, M>, I, `${string}/${string}`>["data"]>] extends [never]
+    ? undefined
+    : NonNullable<FetchResponse<Operation<P, M>, I, `${string}/${string}`>["data"]>;
+
+export interface PegClientOptions {
+  /** The service's base URL, e.g. `http://localhost:8080` (`npm start`'s default). */
+  readonly baseUrl: string;
+  /**
+   * Session token (JWT from `/v1/auth/messenger` or `/v1/auth/magic/consume`) sent as `Authorization: Bearer` on
+   * every call; a function is asked before each call (return null for none). Only the `/v1/me/*` routes need it.
+   */
+  readonly token?: string | (() => string | null | undefined);
+  /** Milliseconds before a call is abandoned with `network_error` (default 10,000; 0 for none). */
+  readonly timeoutMs?: number;
+  /** The fetch to use (default `globalThis.fetch`). */
+  readonly fetch?: (request: Request) => Promise<Response>;
+  /** Headers sent on every call. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The service's REST API, typed from its OpenAPI document (`packages/client/src/generated/schema.ts`): paths,
+ * parameters, bodies and answers are checked by the compiler. Decimals stay strings (see `parseDecimal`).
+ *
+ * @example
+ * ```ts
+ * const client = new PegClient({ baseUrl: "http://localhost:8080" });
+ * const card = await client.get("/v1/assets/{symbol}", { params: { path: { symbol: "USDC" } } });
+ * console.log(card.state, card.discount);                   // "PEGGED" "0.0001…" (a string, exact)
+ * const alerts = await client.get("/v1/alerts", { params: { query: { limit: 10 } } });
+ * ```
+ */
+export class PegClient {
+  /** The underlying openapi-fetch client (answers `{ data, error, response }` instead of throwing). */
+  readonly raw: Client<paths>;
+  readonly #timeoutMs: number;
+
+  constructor(options: PegClientOptions) {
+    this.#timeoutMs = options.timeoutMs ?? 10_000;
+    const baseFetch = options.fetch ?? ((request: Request) => globalThis.fetch(request));
+    const timeoutMs = this.#timeoutMs;
+    this.raw = createClient<paths>({
+      baseUrl: options.baseUrl.replace(/\/+$/, ""),
+      ...(options.headers === undefined ? {} : { headers: { ...options.headers } }),
+      fetch: (request) => baseFetch(timeoutMs > 0 ? new Request(request, { signal: AbortSignal.any([request.signal, AbortSignal.timeout(timeoutMs)]) }) : request),
+    });
+    const token = options.token;
+    if (token !== undefined) {
+      this.raw.use({
+        onRequest: ({ request }) => {
+          const t = typeof token === "function" ? token() : token;
+          if (t !== null && t !== undefined && t !== "") request.headers.set("authorization", `Bearer ${t}`);
+          return request;
+        },
+      });
+    }
+  }
+
+  /** `GET path`: the success body, or throws `ApiError`. */
+  get<P extends PathsWith<"get">, I extends Init<P, "get">>(path: P, ...init: InitArgs<I>): Promise<Success<P, "get", I>> {
+    return this.#call("GET", path, init[0]);
+  }
+
+  /** `POST path`: the success body (undefined for 204), or throws `ApiError`. */
+  post<P extends PathsWith<"post">, I extends Init<P, "post">>(path: P, ...init: InitArgs<I>): Promise<Success<P, "post", I>> {
+    return this.#call("POST", path, init[0]);
+  }
+
+  /** `PUT path`: the success body, or throws `ApiError`. */
+  put<P extends PathsWith<"put">, I extends Init<P, "put">>(path: P, ...init: InitArgs<I>): Promise<Success<P, "put", I>> {
+    return this.#call("PUT", path, init[0]);
+  }
+
+  /** `PATCH path`: the success body, or throws `ApiError`. */
+  patch<P extends PathsWith<"patch">, I extends Init<P, "patch">>(path: P, ...init: InitArgs<I>): Promise<Success<P, "patch", I>> {
+    return this.#call("PATCH", path, init[0]);
+  }
+
+  /** `DELETE path`: the success body (undefined for 204), or throws `ApiError`. */
+  delete<P extends PathsWith<"delete">, I extends Init<P, "delete">>(path: P, ...init: InitArgs<I>): Promise<Success<P, "delete", I>> {
+    return this.#call("DELETE", path, init[0]);
+  }
+
+  async #call<T>(method: "GET" | "PUT" | "POST" | "PATCH" | "DELETE", path: string, init: unknown): Promise<T> {
+    // The typed signatures above are openapi-fetch's; this untyped call is the one place they meet its runtime.
+    const call = this.raw[method] as unknown as (path: string, init: unknown) => Promise<{ data?: unknown; error?: unknown; response: Response }>;
+    let r: { data?: unknown; error?: unknown; response: Response };
+    try {
+      r = await call(path, init);
+    } catch (e) {
+      const why = e instanceof Error ? (e.name === "TimeoutError" ? `no answer within ${this.#timeoutMs} ms` : e.message) : String(e);
+      throw new ApiError("network_error", `${method} ${path}: ${why}`, { status: 0, cause: e });
+    }
+    // openapi-fetch reports an empty error answer (e.g. a bodiless 404) with `error` undefined: decide on the status.
+    if (r.response.ok) return r.data as T;
+    throw apiErrorFromResponse(r.response, r.error ?? null, Date.now());
+  }
+}
