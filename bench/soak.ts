@@ -40,6 +40,7 @@ import { startNats, type TestNats } from "../test/support/nats.ts";
 import { startPostgres, type TestPostgres } from "../test/support/postgres.ts";
 import { freePort } from "../test/support/ports.ts";
 import { loadAverage, machineDescription, today, writeSection } from "./report.ts";
+import { fit } from "./throughput-stats.ts";
 
 const num = (k: string, d: number): number => {
   const v = process.env[k];
@@ -370,22 +371,6 @@ const pct = (sorted: readonly number[], p: number) => (sorted.length === 0 ? NaN
 function summary(xs: readonly number[]) {
   const s = sortNum(xs);
   return { count: s.length, p50: pct(s, 50), p90: pct(s, 90), p99: pct(s, 99), max: s.length === 0 ? NaN : s[s.length - 1]! };
-}
-/** Least-squares slope of y over x, and the fit's r². */
-function fit(points: readonly (readonly [number, number])[]): { slope: number; r2: number } {
-  const n = points.length;
-  if (n < 3) return { slope: NaN, r2: NaN };
-  const mx = points.reduce((a, [x]) => a + x, 0) / n;
-  const my = points.reduce((a, [, y]) => a + y, 0) / n;
-  let sxy = 0;
-  let sxx = 0;
-  let syy = 0;
-  for (const [x, y] of points) {
-    sxy += (x - mx) * (y - my);
-    sxx += (x - mx) ** 2;
-    syy += (y - my) ** 2;
-  }
-  return { slope: sxy / sxx, r2: syy === 0 ? 1 : (sxy * sxy) / (sxx * syy) };
 }
 
 const fmt = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString("en-US") : "-");
