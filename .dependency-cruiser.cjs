@@ -4,7 +4,8 @@
  * catalog and wire sit beside actors: they may use methodology only. advisory (the loop-exposure model) is pure like
  * methodology and may use methodology and wire only; streams and http read it, never the reverse. auth (pure token and login checks) uses nothing
  * of the service; delivery (SSRF guard, signing, the webhook worker) sits beside streams. The client package
- * (packages/client/src) uses the methodology only, and nothing of Node. x402 (the agent tools' payments: configuration,
+ * (packages/client/src) uses the methodology and the wire formats only (src/wire: the webhook signature verifier is
+ * shared with delivery), and nothing of Node; so both stay browser-safe. x402 (the agent tools' payments: configuration,
  * gate, ledger) sits beside anchor, below http; mcp (the agent-tool MCP server, /mcp and /x402/* routes) sits above http
  * and below cli: http never imports it, the service hands its routes to the API.
  * A wrong import fails `npm test`.
@@ -30,6 +31,15 @@ module.exports = {
       severity: "error",
       from: { path: "^src/(catalog|wire)/" },
       to: { path: "^src/(actors|streams|store|http|cli)/|^src/main\\.ts$" },
+    },
+    {
+      name: "wire-is-pure",
+      comment:
+        "src/wire (JSON conventions, the webhook signature verifier) is pure and browser-safe, as packages/client runs it: " +
+        "methodology and its own files, and only the packages listed here.",
+      severity: "error",
+      from: { path: "^src/wire/" },
+      to: { pathNot: "^src/(methodology|wire)/|^node_modules/(decimal\\.js|canonicalize|@noble/hashes|@noble/ed25519)/" },
     },
     {
       name: "advisory-is-pure",
@@ -107,13 +117,13 @@ module.exports = {
     {
       name: "client-browser-safe",
       comment:
-        "packages/client runs in browsers and depends on the service only through pure modules (the methodology): " +
+        "packages/client runs in browsers and depends on the service only through pure modules (the methodology, the wire formats): " +
         "no Node built-in, no server folder, only its own runtime packages.",
       severity: "error",
       from: { path: "^packages/client/src/" },
       to: {
         pathNot:
-          "^packages/client/src/|^src/methodology/|^node_modules/(openapi-fetch|openapi-typescript-helpers|@noble/ed25519|@noble/hashes|decimal\\.js|canonicalize)/",
+          "^packages/client/src/|^src/(methodology|wire)/|^node_modules/(openapi-fetch|openapi-typescript-helpers|@noble/ed25519|@noble/hashes|decimal\\.js|canonicalize)/",
       },
     },
     {

@@ -131,7 +131,7 @@ describe("the running service over HTTP", () => {
     const html = await (await fetch(base + "/")).text();
     expect(html).not.toMatch(/https?:\/\//); // nothing from a CDN
     expect((await fetch(base + "/static/../package.json")).status).toBe(404);
-    expect((await fetch(base + "/static/jcs.d.ts")).status).toBe(404);
+    expect((await fetch(base + "/static/ws.d.ts")).status).toBe(404); // type declarations are not served
     const ws = await call("/v1/ws");
     expect(ws.status).toBe(426);
     expect((ws.body as { error: string }).error).toBe("upgrade_required");

@@ -1,26 +1,24 @@
 /**
- * The npm packages the dashboard runs in the browser, served as they are from node_modules (no build step, nothing
- * from a CDN): `canonicalize` (RFC 8785, the JCS the server hashes receipts with) and the SHA-256 of `@noble/hashes`
- * (used where browsers withhold WebCrypto). Only the files listed here are served, each at a fixed URL under
- * /static/vendor/: the module a page imports and the relative imports it pulls in. The pages map the bare specifiers
- * to these URLs with an import map (public/receipt.html), so the same modules import unchanged under Node.
+ * The npm packages the dashboard runs in the browser, served from node_modules (nothing from a CDN, no build step
+ * when the service starts): the client library `@peg-oracle/client` as its committed browser module
+ * (packages/client/browser/peg-client.js, built by `npm run client:build` and checked for drift by
+ * test/client/bundle-drift.test.ts), whose PegStream is the pages' live connection and whose verifyReceipt is the
+ * receipt page's check. Only the files listed here are served, each at a fixed URL under /static/vendor/. The pages
+ * map the bare specifier to that URL with an import map (public/*.html), so the same page modules import unchanged
+ * under Node, where the specifier resolves to the package's TypeScript entry.
  */
 import { statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 /**
  * The allow-list: URL path, the package specifier Node resolves (through the package's `exports`), and the file
- * relative to that resolved module (`@noble/hashes` does not export `_u64.js`, which `sha2.js` imports).
+ * relative to that resolved module (the client's browser module sits beside its TypeScript entry, src/index.ts).
  */
 export const VENDOR_FILES: ReadonlyArray<readonly [url: string, specifier: string, file: string]> = [
-  ["/static/vendor/canonicalize.js", "canonicalize", "./canonicalize.js"],
-  ["/static/vendor/noble-hashes/sha2.js", "@noble/hashes/sha2.js", "./sha2.js"],
-  ["/static/vendor/noble-hashes/_md.js", "@noble/hashes/sha2.js", "./_md.js"],
-  ["/static/vendor/noble-hashes/_u64.js", "@noble/hashes/sha2.js", "./_u64.js"],
-  ["/static/vendor/noble-hashes/utils.js", "@noble/hashes/sha2.js", "./utils.js"],
+  ["/static/vendor/peg-client.js", "@peg-oracle/client", "../browser/peg-client.js"],
 ];
 
-/** Why a vendored file is missing: the dashboard's receipt check would break, so the service does not start. */
+/** Why a vendored file is missing: the dashboard's live view and receipt check would break, so the service does not start. */
 export class VendorFileError extends Error {
   override readonly name = "VendorFileError";
 }

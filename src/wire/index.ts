@@ -14,3 +14,13 @@ export {
   type EpochMs,
 } from "./format.ts";
 export { listEnvelope, type ListEnvelope, type ListEnvelopeExtra } from "./envelope.ts";
+export {
+  verifyWebhook,
+  webhookSigningInput,
+  WEBHOOK_TOLERANCE_SECS,
+  type VerifyWebhookOptions,
+  type WebhookFailure,
+  type WebhookHeaders,
+  type WebhookKey,
+  type WebhookVerdict,
+} from "./webhook-signature.ts";

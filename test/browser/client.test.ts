@@ -1,9 +1,10 @@
 /**
  * `@peg-oracle/client` in a real browser (playwright-core driving Debian's chromium) against the running service.
  *
- * The package entry is bundled for the browser platform with esbuild, which fails on any Node built-in (`node:crypto`,
- * `Buffer` has no polyfill either): the bundle building at all is the "no Node built-ins" check, for the package and
- * for the methodology code `verifyReceipt` runs. The page is a web app of its own origin (a second port; the API
+ * The package entry is bundled for the browser platform with esbuild exactly as `npm run client:build` bundles the
+ * module the dashboard serves (packages/client/scripts/build-browser.ts), which fails on any Node built-in
+ * (`node:crypto`, `Buffer` has no polyfill either): the bundle building at all is the "no Node built-ins" check, for
+ * the package and for the methodology and wire code `verifyReceipt` and `verifyWebhook` run. The page is a web app of its own origin (a second port; the API
  * allows it through CORS_ORIGINS) over plain http, with WebCrypto removed before the bundle loads, so nothing in it
  * leans on `crypto` either. In the page: `PegClient` reads `/v1/assets`,
  * `PegStream` with the browser's own WebSocket receives USDC's transition to DEPEG, `verifyReceipt` re-derives its
@@ -19,6 +20,7 @@ import { build } from "esbuild";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as PegClientLib from "@peg-oracle/client";
+import { browserBundle } from "../../packages/client/scripts/build-browser.ts";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { startService, type Service } from "../../src/cli/service.ts";
 import { parseConfig } from "../../src/config.ts";
@@ -27,7 +29,6 @@ import { startNats, type TestNats } from "../support/nats.ts";
 import { freePort } from "../support/ports.ts";
 
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
-const ENTRY = join(process.cwd(), "packages/client/src/index.ts");
 const catalog = loadShippedCatalog();
 const dir = mkdtempSync(join(tmpdir(), "peg-browser-client-"));
 let nats: TestNats;
@@ -59,8 +60,7 @@ function writeScenario(): string {
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
-  const out = await build({ entryPoints: [ENTRY], bundle: true, format: "esm", platform: "browser", target: "es2022", write: false, logLevel: "silent" });
-  bundle = out.outputFiles[0]!.text;
+  bundle = await browserBundle();
   appServer = createServer((req, res) => {
     if (req.url === "/client.js") res.writeHead(200, { "content-type": "text/javascript" }).end(bundle);
     else res.writeHead(200, { "content-type": "text/html" }).end(PAGE);

@@ -2,8 +2,9 @@
  * The static pages hold to the CSP the server sends (script-src 'self', styles from /static/app.css): no inline
  * scripts (but an import map, which the server allows by its hash), handlers or style attributes, nothing fetched
  * from another origin, no eval; every referenced module exists in the flat /static/ directory, and every package a
- * page's modules import is mapped by that page's import map to a vendored file (src/http/static-vendor.ts); the ids
- * the browser test relies on are there; and the page modules touch no DOM at import time in the shared modules.
+ * page's modules import is mapped by that page's import map to a vendored file (src/http/static-vendor.ts); every
+ * page runs the client package (@peg-oracle/client: the live pages' PegStream, the receipt page's verifyReceipt);
+ * the ids the browser test relies on are there; and the page modules touch no DOM at import time in the shared modules.
  */
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -76,6 +77,17 @@ describe("pages", () => {
     });
   }
 
+  it("every page runs the client package, mapped to its browser module", () => {
+    for (const page of PAGES) {
+      const html = read(join(PUBLIC, page));
+      const entry = /<script type="module" src="\/static\/([\w-]+\.js)"/.exec(html)![1]!;
+      expect([...packagesReachedFrom(entry)], page).toContain("@peg-oracle/client");
+      expect(importMapOf(html)["@peg-oracle/client"], page).toBe("/static/vendor/peg-client.js");
+    }
+    expect(importsOf("ws.js")).toContain("@peg-oracle/client");
+    expect(importsOf("receipt.js")).toContain("@peg-oracle/client");
+  });
+
   it("has the ids and hooks the browser test relies on", () => {
     const index = read(join(PUBLIC, "index.html"));
     expect(index).toMatch(/<table id="assets"/);
@@ -114,7 +126,7 @@ describe("modules", () => {
   }
 
   it("the shared modules import under Node without a DOM", async () => {
-    for (const file of ["format.js", "sparkline.js", "diagram.js", "jcs.js", "ws.js", "model.js", "api.js", "dom.js", "sha256.js"]) {
+    for (const file of ["format.js", "sparkline.js", "diagram.js", "ws.js", "model.js", "api.js", "dom.js"]) {
       await expect(import(join(STATIC, file)), file).resolves.toBeDefined();
     }
   });

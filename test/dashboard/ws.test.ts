@@ -1,210 +1,183 @@
-/** The live socket: subscribe, resume from the highest seq, de-duplicate transitions, back off, heartbeat. */
+/**
+ * The dashboard's live connection (public/static/ws.js) is the client package's PegStream (one resume
+ * implementation) with the pages' additions: the connection indicator's status names, the server clock offset and one
+ * message callback. Driven against the service's real WebSocket hub on in-memory sockets and a simulated clock
+ * (test/client/hub-server.ts): it subscribes, resumes after a drop and after a server restart with `since_seq`, shows
+ * every transition once, backs off up to the dashboard's 10 s, and stops for good. The stream's own behaviour in depth
+ * is test/client/stream.test.ts's.
+ */
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { IdSet, LiveSocket, backoffDelay, wsUrl, type SocketLike, type Status } from "../../public/static/ws.js";
+import { PegStream } from "@peg-oracle/client";
+import { SimulatedClock } from "../../src/clock.ts";
+import { LiveSocket, wsUrl, type Status } from "../../public/static/ws.js";
+import { FakeSocket, HubServer, catalog } from "../client/hub-server.ts";
 
-class FakeSocket implements SocketLike {
-  static all: FakeSocket[] = [];
-  readyState = 0;
-  onopen: ((ev: unknown) => void) | null = null;
-  onmessage: ((ev: { data: unknown }) => void) | null = null;
-  onclose: ((ev: unknown) => void) | null = null;
-  onerror: ((ev: unknown) => void) | null = null;
-  sent: unknown[] = [];
-  closed: number | null = null;
-  constructor(readonly url: string) {
-    FakeSocket.all.push(this);
-  }
-  send(data: string): void {
-    this.sent.push(JSON.parse(data));
-  }
-  close(code = 1000): void {
-    this.closed = code;
-    this.readyState = 3;
-  }
-  open(): void {
-    this.readyState = 1;
-    this.onopen?.({});
-  }
-  receive(msg: unknown): void {
-    this.onmessage?.({ data: JSON.stringify(msg) });
-  }
-  drop(): void {
-    this.readyState = 3;
-    this.onclose?.({});
-  }
-}
+const T0 = Date.UTC(2026, 10, 21, 12, 0, 0);
 
-/** Manual timers: `advance(ms)` fires what is due. */
-function fakeTimers() {
-  let now = 0;
-  let next = 1;
-  const pending = new Map<number, { at: number; f: () => void; every: number | null }>();
-  return {
-    now: () => now,
-    timers: {
-      setTimeout: (f: () => void, ms: number) => (pending.set(next, { at: now + ms, f, every: null }), next++),
-      clearTimeout: (h: unknown) => void pending.delete(h as number),
-      setInterval: (f: () => void, ms: number) => (pending.set(next, { at: now + ms, f, every: ms }), next++),
-      clearInterval: (h: unknown) => void pending.delete(h as number),
-    },
-    advance(ms: number) {
-      const end = now + ms;
-      for (;;) {
-        const due = [...pending.entries()].filter(([, t]) => t.at <= end).sort((a, b) => a[1].at - b[1].at)[0];
-        if (due === undefined) break;
-        const [h, t] = due;
-        now = t.at;
-        if (t.every === null) pending.delete(h);
-        else t.at += t.every;
-        t.f();
-      }
-      now = end;
-    },
-    pendingCount: () => pending.size,
-  };
-}
-
-function setup(assets = ["*"]) {
-  FakeSocket.all = [];
-  const clock = fakeTimers();
+function setup(assets: readonly string[] = ["*"]) {
+  const clock = new SimulatedClock(T0);
+  const server = new HubServer(clock);
+  const sockets: FakeSocket[] = [];
+  class Recorded extends FakeSocket {
+    constructor(url: string) {
+      super(url);
+      sockets.push(this);
+    }
+  }
   const messages: Record<string, unknown>[] = [];
-  const statuses: [Status, { delayMs?: number }][] = [];
+  const statuses: [Status, { attempt: number; delayMs: number }][] = [];
+  let now = T0;
   const live = new LiveSocket({
-    url: "ws://host/v1/ws",
+    url: "ws://oracle.test/v1/ws",
     assets,
-    WebSocketImpl: FakeSocket,
-    timers: clock.timers,
-    now: clock.now,
+    WebSocketImpl: Recorded,
+    timers: clock,
+    now: () => now,
+    random: () => 1, // no jitter: each delay is its ceiling
     onMessage: (m) => messages.push(m),
     onStatus: (s, d) => statuses.push([s, d]),
   });
-  const last = (): FakeSocket => FakeSocket.all[FakeSocket.all.length - 1]!;
-  return { live, clock, messages, statuses, last };
+  const settle = () => {
+    clock.increment(0);
+    server.acceptPending();
+    server.pump();
+  };
+  return {
+    clock,
+    server,
+    live,
+    sockets,
+    messages,
+    statuses,
+    settle,
+    /** Our wall clock, apart from the server's (the simulated clock). */
+    setNow: (ms: number) => void (now = ms),
+    types: () => messages.map((m) => m["type"]),
+    transitions: () => messages.filter((m) => m["type"] === "transition").map((m) => m["seq"]),
+  };
 }
 
-describe("helpers", () => {
-  it("backs off from 0.5 s doubling to 10 s", () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 50].map((n) => backoffDelay(n))).toEqual([500, 1000, 2000, 4000, 8000, 10000, 10000, 10000]);
-  });
+/** Every open connection drops (a network cut: the client sees 1006). */
+function dropAll(server: HubServer): void {
+  for (const sock of [...server.open]) {
+    server.clientClosed(sock);
+    sock.readyState = 3;
+    sock.onclose?.({ code: 1006, reason: "" });
+  }
+}
 
+describe("wsUrl", () => {
   it("matches the page's protocol", () => {
     expect(wsUrl({ protocol: "http:", host: "localhost:8080" })).toBe("ws://localhost:8080/v1/ws");
     expect(wsUrl({ protocol: "https:", host: "oracle.example" })).toBe("wss://oracle.example/v1/ws");
   });
-
-  it("IdSet forgets the oldest beyond its limit", () => {
-    const s = new IdSet(2);
-    expect(s.add("a")).toBe(true);
-    expect(s.add("a")).toBe(false);
-    s.add("b");
-    s.add("c");
-    expect(s.has("a")).toBe(false);
-    expect(s.has("c")).toBe(true);
-  });
 });
 
 describe("LiveSocket", () => {
-  it("subscribes on open, passes messages on, swallows heartbeats", () => {
-    const { live, messages, statuses, last } = setup();
-    live.start();
-    expect(last().url).toBe("ws://host/v1/ws");
-    last().open();
-    expect(last().sent).toEqual([{ op: "subscribe", assets: ["*"] }]);
-    expect(statuses.map((s) => s[0])).toEqual(["connecting", "connected"]);
-    last().receive({ type: "hello", seq: 40, server_time: "1970-01-01T00:00:05.000Z", methodology: "1.0.0" });
-    last().receive({ type: "ping" });
-    last().receive({ type: "snapshot", seq: 41, asset: "USDC", state: "PEGGED", discount: "0.0001", risk_score: 1, updated_at: "x" });
-    expect(messages.map((m) => m["type"])).toEqual(["hello", "snapshot"]);
-    expect(live.clockOffsetMs).toBe(5000);
-    expect(live.lastSeq).toBe(41); // hello's seq is not a message we received
+  it("is the package's PegStream, created on start (a page without an asset never connects)", () => {
+    const t = setup([]);
+    expect(t.live.stream).toBeNull();
+    t.settle();
+    expect(t.sockets).toHaveLength(0);
+    const u = setup(["USDC"]);
+    u.live.start();
+    expect(u.live.stream).toBeInstanceOf(PegStream);
+    // No reconnect, resume or heartbeat code of its own: that is PegStream's.
+    const src = readFileSync(new URL("../../public/static/ws.js", import.meta.url), "utf8")
+      .replace(/\/\*[\s\S]*?\*\//g, "")
+      .replace(/^\s*\/\/.*$/gm, "");
+    expect(src).toMatch(/^import \{ PegStream \} from "@peg-oracle\/client";$/m);
+    expect(src).not.toMatch(/setTimeout|setInterval|since_seq|new WebSocket|WebSocketImpl\(/);
+  });
+
+  it("subscribes on open, passes messages on, tracks the server clock", () => {
+    const t = setup(["USDC"]);
+    t.live.start();
+    t.setNow(T0 - 5000); // our clock is 5 s behind the server's
+    t.settle();
+    expect(t.sockets[0]!.url).toBe("ws://oracle.test/v1/ws");
+    expect(t.sockets[0]!.sent[0]).toEqual({ op: "subscribe", assets: ["USDC"] });
+    expect(t.statuses.map((s) => s[0])).toEqual(["connecting", "connected"]);
+    expect(t.types()).toEqual(["hello", "snapshot"]);
+    expect(t.live.clockOffsetMs).toBe(5000);
     // A server clock running ahead (a fast scenario): the estimate follows what it publishes, never backwards.
-    last().receive({ type: "state", seq: 41, asset: "USDC", state: "PEGGED", discount: "0", risk_score: 1, updated_at: "1970-01-01T00:00:09.000Z" });
-    expect(live.clockOffsetMs).toBe(9000);
-    last().receive({ type: "state", seq: 41, asset: "USDC", state: "PEGGED", discount: "0", risk_score: 1, updated_at: "1970-01-01T00:00:07.000Z" });
-    expect(live.clockOffsetMs).toBe(9000);
+    const mint = catalog.bySymbol("USDC")!.mint;
+    t.clock.increment(1000); // the hub sends at most 4 states a second per asset
+    t.server.hub.state({ mint, state: "DRIFT", discount: "0.003", at: T0 + 9000 });
+    t.server.pump();
+    expect(t.live.clockOffsetMs).toBe(14_000);
+    t.setNow(T0); // 5 s later by our clock: the estimate is T0 + 19 s, ahead of the next state's T0 + 10 s
+    t.clock.increment(1000);
+    t.server.hub.state({ mint, state: "DRIFT", discount: "0.003", at: T0 + 10_000 });
+    t.server.pump();
+    expect(t.live.clockOffsetMs).toBe(14_000);
+    expect(t.types()).toEqual(["hello", "snapshot", "state", "state"]);
   });
 
-  it("de-duplicates transitions by alert_id", () => {
-    const { live, messages, last } = setup();
-    live.start();
-    last().open();
-    const t = { type: "transition", seq: 7, alert_id: "a1", asset: "USDC", from_state: "PEGGED", to_state: "DRIFT" };
-    last().receive(t);
-    last().receive({ ...t, seq: 8 });
-    last().receive({ ...t, alert_id: "a2", seq: 9 });
-    expect(messages.map((m) => m["alert_id"])).toEqual(["a1", "a2"]);
-    expect(live.lastSeq).toBe(9);
+  it("resumes after a drop and after a server restart with since_seq: every transition once, in order", () => {
+    const t = setup(["*"]);
+    t.live.start();
+    t.settle();
+    t.server.publish("USDC"); // 1
+    t.server.pump();
+    expect(t.transitions()).toEqual([1]);
+    dropAll(t.server);
+    expect(t.statuses.at(-1)).toEqual(["reconnecting", { attempt: 1, delayMs: 500 }]);
+    t.server.publish("USDT"); // 2: while the dashboard was away
+    t.clock.increment(500);
+    t.settle();
+    expect(t.sockets[1]!.sent[0]).toEqual({ op: "subscribe", assets: ["*"], since_seq: 1 });
+    expect(t.transitions()).toEqual([1, 2]);
+    t.server.crash();
+    t.server.publish("PYUSD"); // 3: stored while the service was down
+    t.server.pump();
+    t.clock.increment(500);
+    t.settle(); // refused: the server is down
+    t.server.restart();
+    t.clock.increment(1000);
+    t.settle();
+    expect(t.sockets.at(-1)!.sent[0]).toEqual({ op: "subscribe", assets: ["*"], since_seq: 2 });
+    expect(t.transitions()).toEqual([1, 2, 3]);
+    expect(t.live.lastSeq).toBe(3);
+    expect(t.statuses.at(-1)![0]).toBe("connected");
   });
 
-  it("reconnects with backoff and resumes from the highest seq seen", () => {
-    const { live, clock, statuses, last } = setup(["USDC"]);
-    live.start();
-    last().open();
-    last().receive({ type: "transition", seq: 12, alert_id: "a1", asset: "USDC" });
-    last().receive({ type: "state", seq: 15, asset: "USDC", state: "DRIFT" });
-    last().drop();
-    expect(statuses[statuses.length - 1]).toEqual(["reconnecting", { attempt: 1, delayMs: 500 }]);
-    clock.advance(499);
-    expect(FakeSocket.all).toHaveLength(1);
-    clock.advance(1);
-    expect(FakeSocket.all).toHaveLength(2);
-    // The second attempt fails before opening: the delay doubles.
-    last().drop();
-    expect(statuses[statuses.length - 1]).toEqual(["reconnecting", { attempt: 2, delayMs: 1000 }]);
-    clock.advance(1000);
-    expect(FakeSocket.all).toHaveLength(3);
-    last().open();
-    expect(last().sent).toEqual([{ op: "subscribe", assets: ["USDC"], since_seq: 15 }]);
-    // A replayed transition already shown is dropped.
-    last().receive({ type: "hello", seq: 20 });
-    expect(live.attempt).toBe(0);
-    expect(live.lastSeq).toBe(15);
-  });
-
-  it("caps the backoff at 10 s", () => {
-    const { live, clock, statuses, last } = setup();
-    live.start();
+  it("backs off from 0.5 s doubling to the dashboard's 10 s", () => {
+    const t = setup();
+    t.live.start();
+    t.server.up = false;
     for (let i = 0; i < 8; i++) {
-      last().drop();
-      clock.advance(10_000);
+      t.settle();
+      t.clock.increment(10_000);
     }
-    const delays = statuses.filter((s) => s[0] === "reconnecting" && (s[1].delayMs ?? 0) > 0).map((s) => s[1].delayMs);
+    const delays = t.statuses.filter((s) => s[0] === "reconnecting" && s[1].delayMs > 0).map((s) => s[1].delayMs);
     expect(delays).toEqual([500, 1000, 2000, 4000, 8000, 10000, 10000, 10000]);
   });
 
-  it("pings every 20 s and replaces a connection silent for 45 s", () => {
-    const { live, clock, last } = setup();
-    live.start();
-    const first = last();
-    first.open();
-    clock.advance(20_000);
-    expect(first.sent).toContainEqual({ op: "ping" });
-    first.receive({ type: "pong" });
-    clock.advance(40_000); // 20 s + 40 s: last frame at 20 s, checked at 40 s (20 s idle) and 60 s (40 s idle)
-    expect(first.closed).toBeNull();
-    clock.advance(20_000); // 80 s: 60 s without a frame
-    expect(first.closed).toBe(4000);
-    clock.advance(500);
-    expect(FakeSocket.all).toHaveLength(2);
+  it("passes the server's errors on as error messages", () => {
+    const t = setup(["NOPE"]);
+    t.live.start();
+    t.settle();
+    expect(t.messages.find((m) => m["type"] === "error")).toMatchObject({ type: "error", error: "unknown_asset", fatal: true });
+    expect(t.statuses.at(-1)![0]).toBe("closed");
   });
 
-  it("stops for good", () => {
-    const { live, clock, statuses, last } = setup();
-    live.start();
-    last().open();
-    live.stop();
-    expect(last().closed).toBe(1000);
-    expect(statuses[statuses.length - 1]![0]).toBe("closed");
-    clock.advance(60_000);
-    expect(FakeSocket.all).toHaveLength(1);
-    expect(clock.pendingCount()).toBe(0);
-  });
-
-  it("sends a new subscription at once when connected", () => {
-    const { live, last } = setup(["USDC"]);
-    live.start();
-    last().open();
-    live.subscribe(["USDT"]);
-    expect(last().sent[1]).toEqual({ op: "subscribe", assets: ["USDT"] });
+  it("stops for good, and a new start resumes where it stopped", () => {
+    const t = setup(["USDC"]);
+    t.live.start();
+    t.settle();
+    t.server.publish("USDC");
+    t.server.pump();
+    t.live.stop();
+    expect(t.sockets[0]!.closedByClient).toMatchObject({ code: 1000 });
+    expect(t.statuses.at(-1)![0]).toBe("closed");
+    t.clock.increment(60_000);
+    t.settle();
+    expect(t.sockets).toHaveLength(1);
+    expect(t.live.lastSeq).toBe(1);
+    t.live.start();
+    t.settle();
+    expect(t.sockets[1]!.sent[0]).toEqual({ op: "subscribe", assets: ["USDC"], since_seq: 1 });
   });
 });

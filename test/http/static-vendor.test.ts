@@ -1,9 +1,10 @@
 /**
  * The package files the dashboard imports (src/http/static-vendor.ts), served from node_modules at /static/vendor/:
- * exactly the allow-listed files, byte for byte, as JavaScript with the caching of the rest of /static/, closed under
- * their relative imports; every other path under /static/vendor/ (other files of the same packages, type
- * declarations, directories, traversal in any spelling) is refused. Served over real sockets by uWS with the static
- * handlers ahead of a pipeline catch-all, as src/http/server.ts wires them.
+ * exactly the allow-listed files (the client package's committed browser module), byte for byte, as JavaScript with
+ * the caching of the rest of /static/, self-contained; every other path under /static/vendor/ (the package's other
+ * files, its sources, the packages it bundles, directories, traversal in any spelling) is refused. Served over real
+ * sockets by uWS with the static handlers ahead of a pipeline catch-all, as src/http/server.ts wires them; each page's
+ * import map is allowed by its own hash.
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -16,6 +17,7 @@ import { Router } from "../../src/http/router.ts";
 import { CONTENT_SECURITY_POLICY, loadStaticFiles, pagePolicy } from "../../src/http/static.ts";
 import { attachStatic } from "../../src/http/static-uws.ts";
 import { VENDOR_FILES, vendorFilePaths } from "../../src/http/static-vendor.ts";
+import { BUNDLE_FILE } from "../../packages/client/scripts/build-browser.ts";
 import { serveUws, type UwsServer } from "../../src/http/uws-adapter.ts";
 
 const PUBLIC = fileURLToPath(new URL("../../public/", import.meta.url));
@@ -56,11 +58,11 @@ describe("the vendor allow-list", () => {
   it("loads exactly the listed files under /static/vendor/, from node_modules, as JavaScript cached like /static/", () => {
     expect([...files.keys()].filter((p) => p.startsWith("/static/vendor/")).sort()).toEqual([...vendorUrls].sort());
     const paths = vendorFilePaths();
-    expect(paths.get("/static/vendor/canonicalize.js")).toBe(fileURLToPath(import.meta.resolve("canonicalize")));
-    expect(paths.get("/static/vendor/noble-hashes/sha2.js")).toBe(fileURLToPath(import.meta.resolve("@noble/hashes/sha2.js")));
+    expect([...paths.keys()]).toEqual(["/static/vendor/peg-client.js"]);
+    expect(paths.get("/static/vendor/peg-client.js")).toBe(BUNDLE_FILE);
     const appCss = files.get("/static/app.css")!;
     for (const [url, path] of paths) {
-      expect(path, url).toMatch(/\/node_modules\/(canonicalize|@noble\/hashes)\//);
+      expect(path, url).toMatch(/\/packages\/client\/browser\/peg-client\.js$/);
       const f = files.get(url)!;
       expect(f.body.equals(readFileSync(path)), url).toBe(true);
       expect(f.contentType, url).toBe("text/javascript; charset=utf-8");
@@ -69,21 +71,12 @@ describe("the vendor allow-list", () => {
     }
   });
 
-  it("is closed under the files' own imports: every import is relative and lands on a listed file", () => {
-    let seen = 0;
+  it("is self-contained: no file imports anything (the browser module bundles what it needs)", () => {
     for (const url of vendorUrls) {
       const src = files.get(url)!.body.toString("utf8");
-      const specifiers = [...src.matchAll(/^\s*(?:import|export)\s[^;]*?from\s*["']([^"']+)["']/gm), ...src.matchAll(/^\s*import\s*["']([^"']+)["']/gm)].map(
-        (m) => m[1]!,
-      );
-      expect(src, url).not.toMatch(/\bimport\s*\(/); // no dynamic imports to chase
-      for (const s of specifiers) {
-        expect(s, `${url} imports ${s}`).toMatch(/^\.\.?\//);
-        expect(vendorUrls, `${url} imports ${s}`).toContain(new URL(s, `http://x${url}`).pathname);
-        seen++;
-      }
+      expect(src, url).not.toMatch(/(^|[;}])\s*import\s*[{*"'\w]|\}from"|\bimport\s*\(/);
+      expect(src, url).toMatch(/export\s*\{/);
     }
-    expect(seen).toBeGreaterThanOrEqual(5); // sha2.js and _md.js import their siblings
   });
 });
 
@@ -103,31 +96,27 @@ describe("GET /static/vendor/*", () => {
   });
 
   it.each([
-    "/static/vendor/noble-hashes/sha3.js",
-    "/static/vendor/noble-hashes/index.js",
-    "/static/vendor/noble-hashes/hmac.js",
-    "/static/vendor/noble-hashes/sha2.d.ts",
-    "/static/vendor/noble-hashes/package.json",
-    "/static/vendor/noble-hashes/src/sha2.ts",
-    "/static/vendor/canonicalize.d.ts",
-    "/static/vendor/canonicalize/lib/canonicalize.js",
-    "/static/vendor/lib/canonicalize.js",
+    "/static/vendor/canonicalize.js",
+    "/static/vendor/noble-hashes/sha2.js",
+    "/static/vendor/peg-client.ts",
+    "/static/vendor/index.ts",
+    "/static/vendor/src/index.ts",
+    "/static/vendor/browser/peg-client.js",
     "/static/vendor/package.json",
     "/static/vendor/",
     "/static/vendor",
-    "/static/vendor/noble-hashes/",
-    "/static/vendor/canonicalize.js/",
-    "/static/vendor//canonicalize.js",
-    "/static/vendor/noble-hashes/../canonicalize.js",
-    "/static/vendor/noble-hashes/../../../package.json",
+    "/static/vendor/peg-client.js/",
+    "/static/vendor//peg-client.js",
+    "/static/vendor/x/../peg-client.js/..",
+    "/static/vendor/../../package.json",
     "/static/vendor/%2e%2e/%2e%2e/package.json",
-    "/static/vendor/noble-hashes/%2e%2e/%2e%2e/%2e%2e/node_modules/jose/package.json",
-    "/static/vendor/noble-hashes/..%2f..%2f..%2fpackage.json",
-    "/static/vendor/noble-hashes/sha2%2ejs",
-    "/static/vendor/NOBLE-HASHES/sha2.js",
-    "/node_modules/canonicalize/lib/canonicalize.js",
-    "/node_modules/@noble/hashes/sha2.js",
-    "/static/../node_modules/canonicalize/lib/canonicalize.js",
+    "/static/vendor/%2e%2e/%2e%2e/node_modules/jose/package.json",
+    "/static/vendor/..%2f..%2fpackage.json",
+    "/static/vendor/peg-client%2ejs",
+    "/static/vendor/PEG-CLIENT.js",
+    "/node_modules/@peg-oracle/client/browser/peg-client.js",
+    "/packages/client/browser/peg-client.js",
+    "/static/../packages/client/browser/peg-client.js",
   ])("refuses %s", async (path) => {
     const res = await rawGet(path);
     expect(res.status, path).toBe(404);
@@ -135,25 +124,30 @@ describe("GET /static/vendor/*", () => {
   });
 });
 
-describe("the receipt page's import map", () => {
-  const html = readFileSync(new URL("../../public/receipt.html", import.meta.url), "utf8");
-  const map = /<script type="importmap">([\s\S]*?)<\/script>/.exec(html)![1]!;
+describe("the pages' import maps", () => {
+  const pages = { "/": "index.html", "/asset.html": "asset.html", "/receipt.html": "receipt.html" };
+  const mapOf = (page: string): string => /<script type="importmap">([\s\S]*?)<\/script>/.exec(readFileSync(new URL(`../../public/${page}`, import.meta.url), "utf8"))![1]!;
 
-  it("is allowed by its page's CSP (by hash) and by no other page's", async () => {
-    const hash = `'sha256-${createHash("sha256").update(map, "utf8").digest("base64")}'`;
-    const page = await rawGet("/receipt.html");
-    expect(page.headers["content-security-policy"]).toBe(CONTENT_SECURITY_POLICY.replace("script-src 'self'", `script-src 'self' ${hash}`));
-    expect(pagePolicy(html)).toBe(page.headers["content-security-policy"]);
-    for (const other of ["/", "/asset.html", "/static/receipt.js"]) {
+  it("are each allowed by their page's CSP (by hash), and nothing inline is allowed elsewhere", async () => {
+    for (const [path, page] of Object.entries(pages)) {
+      const hash = `'sha256-${createHash("sha256").update(mapOf(page), "utf8").digest("base64")}'`;
+      const res = await rawGet(path);
+      expect(res.headers["content-security-policy"], path).toBe(CONTENT_SECURITY_POLICY.replace("script-src 'self'", `script-src 'self' ${hash}`));
+      expect(pagePolicy(readFileSync(new URL(`../../public/${page}`, import.meta.url), "utf8")), path).toBe(res.headers["content-security-policy"]);
+    }
+    for (const other of ["/static/receipt.js", "/static/ws.js", "/static/vendor/peg-client.js"]) {
       expect((await rawGet(other)).headers["content-security-policy"], other).toBe(CONTENT_SECURITY_POLICY);
     }
   });
 
-  it("maps each bare specifier to the served file Node resolves it to", () => {
-    const { imports } = JSON.parse(map) as { imports: Record<string, string> };
+  it("map the client package to its browser module, which sits beside the entry Node resolves", () => {
     const paths = vendorFilePaths();
-    for (const [specifier, url] of Object.entries(imports)) {
-      expect(paths.get(url), `${specifier} -> ${url}`).toBe(fileURLToPath(import.meta.resolve(specifier)));
+    for (const page of Object.values(pages)) {
+      const { imports } = JSON.parse(mapOf(page)) as { imports: Record<string, string> };
+      expect(Object.keys(imports), page).toEqual(["@peg-oracle/client"]);
+      const served = paths.get(imports["@peg-oracle/client"]!);
+      expect(served, page).toBe(BUNDLE_FILE);
+      expect(served, page).toBe(fileURLToPath(new URL("../browser/peg-client.js", import.meta.resolve("@peg-oracle/client"))));
     }
   });
 });
