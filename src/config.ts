@@ -18,6 +18,7 @@ import {
   type MethodologyRelease,
 } from "./methodology/index.ts";
 import { parseSecretsKey } from "./secret-box.ts";
+import { DEFAULT_PRICES, DEFAULT_PRICES_TEXT, X402_NETWORKS, parseNetwork, parsePayTo, parsePrices, type X402Config } from "./x402/config.ts";
 
 /** Where samples come from. `scenario` replays `scenarios/<name>.jsonl` on a simulated clock. */
 export type FeedConfig =
@@ -169,6 +170,8 @@ export interface Config {
   readonly role: Role;
   /** JetStream replicas of the streams and buckets the service creates, 1-5 (3 on a three-node cluster). Default 1. */
   readonly natsReplicas: number;
+  /** The agent tools' x402 payments (docs/agents.md); `payTo` null (the default): paid tools off. */
+  readonly x402: X402Config;
 }
 
 /**
@@ -236,6 +239,10 @@ export const CONFIG_VARIABLES = [
   { name: "NATS_REPLICAS", default: "1", secret: false, description: "JetStream replicas of the streams and KV buckets, integer 1-5; 3 on a three-node nats-server cluster." },
   { name: "KAMINO_POSITIONS_URL", default: null, secret: false, description: "Base URL serving Kamino lending obligations market-wide (`<url>/kamino-market/<market>/obligations`, Kamino's obligation JSON) for the advisory loop-exposure figures. Unset: simulated lending positions." },
   { name: "METHODOLOGY_REGISTRY", default: null, secret: false, description: "Path to a methodology lifecycle registry (JSON, the shape of src/methodology/registry.json) that replaces the shipped one, e.g. to mark this build's version deprecated or broken (docs/methodology-lifecycle.md). Unset: the shipped registry." },
+  { name: "X402_PAY_TO", default: null, secret: false, description: "Base58 Solana address that receives the agent tools' x402 payments in USDC (into its USDC associated token account, which must exist). Setting it enables the paid MCP tools (get_peg_feed, subscribe_peg_events, simulate_depeg) at /mcp and GET /x402/peg-feed and /x402/events (docs/agents.md); the 402 challenge needs no RPC. Unset: free tools only." },
+  { name: "X402_NETWORK", default: "solana", secret: false, description: "Solana cluster of the x402 payments: solana (mainnet), solana-devnet or solana-testnet, or its CAIP-2 id (solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp); the asset is that cluster's USDC." },
+  { name: "X402_PRICES", default: DEFAULT_PRICES_TEXT, secret: false, description: "USDC price per call of the paid tools, comma-separated tool=price (at most 6 decimals, above 0 and at most 1); a tool not named keeps its default. /x402/peg-feed costs get_peg_feed's price, /x402/events subscribe_peg_events'." },
+  { name: "X402_FACILITATOR_URL", default: null, secret: false, description: "Base URL of an x402 facilitator that verifies and settles the payments. Unset: self-facilitated: the service verifies each payment and settles it through SOLANA_RPC_URL, paying the network fee with the anchoring fee payer (ANCHOR_KEYPAIR, or the generated one; it needs SOL)." },
 ] as const satisfies readonly ConfigVariable[];
 
 export type ConfigVariableName = (typeof CONFIG_VARIABLES)[number]["name"];
@@ -268,7 +275,7 @@ const bad = (expected: string): Parsed<never> => ({ ok: false, expected });
 
 const VARIABLE = new Map<string, ConfigVariable>(CONFIG_VARIABLES.map((v) => [v.name, v]));
 const URL_VARIABLES = new Set<string>([
-  "DATABASE_URL", "NATS_URL", "PYTH_HERMES_URL", "JUPITER_API_URL", "SANCTUM_API_URL", "SOLANA_RPC_URL",
+  "DATABASE_URL", "NATS_URL", "PYTH_HERMES_URL", "JUPITER_API_URL", "SANCTUM_API_URL", "SOLANA_RPC_URL", "X402_FACILITATOR_URL",
 ]);
 const MAX_SHOWN = 120;
 
@@ -359,6 +366,12 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     },
     role: read("ROLE", parseRole, "all"),
     natsReplicas: read("NATS_REPLICAS", integerIn(1, 5), 1),
+    x402: {
+      payTo: read("X402_PAY_TO", parsePayTo),
+      network: read("X402_NETWORK", parseNetwork, X402_NETWORKS[0]!),
+      prices: read("X402_PRICES", parsePrices, DEFAULT_PRICES),
+      facilitatorUrl: read("X402_FACILITATOR_URL", parseHttpUrl),
+    },
   };
   const baseUrl = read("WEBHOOK_BASE_URL", parseHttpUrl);
   if (config.metricsPort === config.port) {
@@ -377,6 +390,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
 export function featureNotices(config: Config): readonly string[] {
   const notes: string[] = [];
   if (!config.features.auth) notes.push("JWT_SECRET is not set: login and /v1/me/* routes are disabled");
+  if (config.x402.payTo === null && config.x402.facilitatorUrl !== null) notes.push("X402_FACILITATOR_URL is set but X402_PAY_TO is not: the paid agent tools are off");
   if (!config.features.telegramBot) notes.push("TELEGRAM_BOT_TOKEN is not set: Telegram login and alert messages are disabled");
   else if (!config.features.telegramLogin) notes.push("JWT_SECRET is not set: Telegram login is disabled");
   return notes;
@@ -399,6 +413,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
       sanctumApiUrl: redactUrlText(config.sources.sanctumApiUrl),
       solanaRpcUrl: redactUrlText(config.sources.solanaRpcUrl),
     },
+    x402: { ...config.x402, facilitatorUrl: config.x402.facilitatorUrl === null ? null : redactUrlText(config.x402.facilitatorUrl) },
   };
 }
 

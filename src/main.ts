@@ -4,5 +4,5 @@
  */
 import { runCli } from "./cli/index.ts";
 
-const code = await runCli(process.argv.slice(2), { env: process.env, stdout: process.stdout, stderr: process.stderr });
+const code = await runCli(process.argv.slice(2), { env: process.env, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
 process.exitCode = code;

@@ -21,4 +21,5 @@ export {
   type PriceSource,
   type RiskSide,
 } from "./catalog.ts";
+export { catalogRow, type CatalogRow } from "./catalog-row.ts";
 export { BASE58_ALPHABET, Base58Error, base58Decode, base58Encode, isBase58OfLength } from "./base58.ts";

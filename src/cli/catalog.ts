@@ -1,4 +1,4 @@
-import type { Catalog } from "../catalog/index.ts";
+import { catalogRow, type Catalog } from "../catalog/index.ts";
 import { EXIT, parseArgs, writeLine, type CliIO } from "./io.ts";
 
 function thresholdText(t: Readonly<Record<string, number | undefined>>): string {
@@ -17,24 +17,7 @@ export function catalogCommand(args: readonly string[], io: CliIO, catalog: Cata
   const assets = flags["all"] === true ? catalog.all : catalog.active;
   if (flags["json"] === true) {
     for (const a of assets) {
-      writeLine(
-        io.stdout,
-        JSON.stringify({
-          symbol: a.symbol,
-          name: a.name,
-          mint: a.mint,
-          class: a.class,
-          anchor: a.anchor,
-          peg_target: a.pegTarget,
-          decimals: a.decimals,
-          active: a.active,
-          monitoring_only: a.monitoringOnly,
-          calibration: a.calibration,
-          risk_side: a.riskSide,
-          threshold_kind: a.thresholdKind,
-          thresholds: a.thresholds,
-        }),
-      );
+      writeLine(io.stdout, JSON.stringify(catalogRow(a)));
     }
     return EXIT.ok;
   }

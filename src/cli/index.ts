@@ -1,10 +1,6 @@
 import { loadShippedCatalog } from "../catalog/index.ts";
 import { ConfigError, parseConfig } from "../config.ts";
-import { catalogCommand } from "./catalog.ts";
 import { EXIT, writeLine, type CliIO } from "./io.ts";
-import { replayCommand } from "./replay.ts";
-import { scenariosCommand } from "./scenarios.ts";
-import { verifyCommand } from "./verify.ts";
 
 export type { CliIO } from "./io.ts";
 
@@ -22,17 +18,22 @@ usage:
   peg-oracle scenarios [--json]                     list the shipped scenario library
   peg-oracle catalog [--json] [--all]               list the tracked assets
   peg-oracle webhook-keys rotate [--json]           rotate the running service's webhook signing key (the old
-                                                    key stays listed as retiring for 7 days)`;
+                                                    key stays listed as retiring for 7 days)
+  peg-oracle mcp                                    the agent tools (MCP) over stdio for a local MCP client: free
+                                                    tools; paid tools are on the service's /mcp endpoint`;
 
-/** Runs one CLI command and resolves with its exit code. `serve` resolves when the service has shut down. */
+/**
+ * Runs one CLI command and resolves with its exit code. `serve` resolves when the service has shut down. Each command's
+ * module is loaded when it runs: `serve` never loads the verifier's Solana client, the offline commands never the feeds.
+ */
 export async function runCli(argv: readonly string[], io: CliIO): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     writeLine(command === undefined ? io.stderr : io.stdout, USAGE);
     return command === undefined ? EXIT.usage : EXIT.ok;
   }
-  if (command === "verify") return verifyCommand(rest, io);
-  if (command === "scenarios") return scenariosCommand(rest, io);
+  if (command === "verify") return (await import("./verify.ts")).verifyCommand(rest, io);
+  if (command === "scenarios") return (await import("./scenarios.ts")).scenariosCommand(rest, io);
   let config;
   try {
     config = parseConfig(io.env);
@@ -45,20 +46,23 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
   }
   const catalog = loadShippedCatalog();
   switch (command) {
-    case "replay":
+    case "replay": {
+      const { replayCommand } = await import("./replay.ts");
       return replayCommand(rest, io, {
         catalog,
         gitSha: config.gitSha,
         intrinsicLivenessGate: config.intrinsicLivenessGate,
       });
+    }
     case "catalog":
-      return catalogCommand(rest, io, catalog);
+      return (await import("./catalog.ts")).catalogCommand(rest, io, catalog);
     case "webhook-keys": {
       const { webhookKeysCommand } = await import("./webhook-keys.ts");
       return webhookKeysCommand(rest, io, config);
     }
+    case "mcp":
+      return (await import("./mcp.ts")).mcpCommand(rest, io, { config, catalog });
     case "serve": {
-      // Loaded on demand: the offline commands never pull in the feeds.
       const { serveCommand } = await import("./serve.ts");
       return serveCommand(rest, io, { config, catalog });
     }

@@ -1,10 +1,12 @@
-import type { Writable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 
 /** Where a CLI command writes: injected so commands are testable in-process. */
 export interface CliIO {
   readonly stdout: Writable;
   readonly stderr: Writable;
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** What `peg-oracle mcp` reads MCP messages from; absent where a command has no input. */
+  readonly stdin?: Readable;
 }
 
 /** Exit codes shared by every command (verify adds its own 0/1/2/3). */

@@ -2,13 +2,11 @@ import { jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { filter, merge, NEVER, share, type Observable, type Subscription } from "rxjs";
 import { ActorHost } from "../actors/index.ts";
-import { statelyInspector } from "./inspect.ts";
 import type { Catalog } from "../catalog/index.ts";
 import { ScaledClock, systemClock, type Clock } from "../clock.ts";
 import type { Config, Role } from "../config.ts";
 import type { Sample } from "../methodology/index.ts";
 import { assembleSamples } from "../streams/sources/assembly.ts";
-import { liveLegs } from "../streams/sources/live/index.ts";
 import {
   EngineLink,
   ensureTopology,
@@ -28,20 +26,21 @@ import {
   type EmbeddedNats,
   type LogFn,
   type RecoverySummary,
+  type Topology,
 } from "../streams/jetstream/index.ts";
 import { sampleProjector, transitionProjector, type ProjectorStats } from "../streams/projector/projector.ts";
 import { transitionLine } from "../streams/sources/scenario/replay.ts";
-import { scenarioFeed } from "../streams/sources/scenario/feed.ts";
 import { simulatedLegs } from "../streams/sources/simulated-market/legs.ts";
 import { simulatedMarket, simulatedSupply } from "../streams/sources/simulated-market/index.ts";
 import { isSupplyLeg, SupplyBook } from "../streams/sources/supply.ts";
 import type { SupplyLeg } from "../streams/sources/legs.ts";
-import { kaminoPositions, PositionsBook, simulatedPositions } from "../streams/positions/index.ts";
-import { Dispatcher, dispatchHandler, openKeyRing, serveKeyAdmin, startDeliveryWorker, type DeliveryWorker, type Resolve } from "../delivery/index.ts";
+import { PositionsBook, simulatedPositions } from "../streams/positions/index.ts";
+import { Dispatcher, dispatchHandler, openKeyRing, serveKeyAdmin, startDeliveryWorker, type DeliveryWorker, type KeyRing, type Resolve } from "../delivery/index.ts";
 import { openStore, startRetention, type Store } from "../store/index.ts";
-import { startAnchoring, type AnchorWorker } from "../anchor/index.ts";
+import type { AnchorWorker } from "../anchor/index.ts";
+import { readinessBody } from "../http/routes/health.ts";
 import { startApi, type Api } from "../http/server.ts";
-import { loadScenario } from "./scenario-files.ts";
+import type { SecretBox } from "../secret-box.ts";
 import { openSecretsBox, prepareDataDir } from "./local-state.ts";
 
 /** A running service: its parts (for tests and stats) and the ordered shutdown. */
@@ -119,6 +118,8 @@ async function feedFor(
         supply: simulatedSupply({ assets: catalog.active, seed: config.simSeed, clock }),
       };
     case "scenario": {
+      // Loaded on demand, like the live adapters below: a simulated feed never needs them.
+      const [{ loadScenario }, { scenarioFeed }] = await Promise.all([import("./scenario-files.ts"), import("../streams/sources/scenario/feed.ts")]);
       let scenario;
       try {
         scenario = loadScenario(config.feed.name);
@@ -151,6 +152,7 @@ async function feedFor(
       return { clock: scaled, feed: scenarioFeed(samples, scaled, config.scenarioSpeed), start: () => scaled.start() };
     }
     case "live": {
+      const { liveLegs } = await import("../streams/sources/live/index.ts");
       const live = liveLegs(catalog, config.sources, clock, { log: (level, msg, fields) => log(level, msg, fields) });
       const legs = merge(live.legs, simulatedLegs({ assets: catalog.active, seed: config.simSeed, clock, incidentEveryMs: 0 })).pipe(share());
       return { clock, feed: assembleSamples(legs, { assets: catalog.active, catalog, clock }), supply: legs.pipe(filter(isSupplyLeg)) };
@@ -159,8 +161,10 @@ async function feedFor(
 }
 
 /**
- * Starts the whole service in the order of docs/lifecycle.md: store, NATS and its topology, engine and JetStream
- * link, recovery, projectors, retention, then intake. Throws (after undoing what started) when a dependency fails.
+ * Starts the whole service in the order of docs/lifecycle.md: store and NATS side by side, the HTTP listener (which
+ * answers 503 `not_ready` on `/readyz` until the engine runs), then recovery, the engine and its JetStream link,
+ * projectors, retention, delivery and intake. Resolves once intake runs. Throws (after undoing what started) when a
+ * dependency fails.
  */
 export async function startService(config: Config, catalog: Catalog, io: ServiceIO, baseClock: Clock = systemClock): Promise<Service> {
   if (config.role !== "all") throw new Error(`startService runs ROLE=all (got ${config.role}); use startRoleService`);
@@ -168,6 +172,96 @@ export async function startService(config: Config, catalog: Catalog, io: Service
   if (s.api === null || s.delivery.worker === null) throw new Error("ROLE=all started without its API or delivery worker");
   return { ...s, api: s.api, delivery: { dispatcher: s.delivery.dispatcher, worker: s.delivery.worker } };
 }
+
+/** NATS as the service uses it: the connection, its JetStream topology and, when the service started it, the server. */
+interface NatsLink {
+  readonly nc: NatsConnection;
+  readonly servers: readonly string[];
+  readonly embedded: EmbeddedNats | null;
+  readonly topology: Topology;
+}
+
+/** Starts the embedded nats-server (unless NATS_URL is set), connects and ensures the topology; `undo` gets each part. */
+async function openNats(config: Config, log: LogFn, undo: (() => Promise<void>)[]): Promise<NatsLink> {
+  let embedded: EmbeddedNats | null = null;
+  let servers: readonly string[];
+  if (config.nats.kind === "external") servers = config.nats.servers;
+  else {
+    const e = await startEmbeddedNats(config.nats.storeDir);
+    embedded = e;
+    undo.push(() => e.stop());
+    servers = [e.url];
+    log("info", "started embedded nats-server", { url: e.url, store: config.nats.storeDir });
+  }
+  // noAsyncTraces: the client otherwise builds an Error (a stack trace) for every request and subscription timer,
+  // that is for every JetStream publish: 10 % of the engine's CPU at 4,000 samples/s (docs/benchmarks.md).
+  const nc = await connect({ servers: [...servers], name: "peg-oracle", maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
+  undo.push(() => nc.close());
+  const topology = await ensureTopology(nc, config.natsReplicas);
+  return { nc, servers, embedded, topology };
+}
+
+/**
+ * Opens and migrates the store, starts upserting the catalog's rows (`assetsUpserted`: the projected rows reference
+ * them, so the projectors wait for it; the API reads the catalog from memory and does not) and opens the webhook
+ * signing key ring: generated and persisted (sealed) on first start, the same kid on every later one. On failure the
+ * store is closed again.
+ */
+async function openStoreSide(config: Config, catalog: Catalog, secrets: SecretBox, clock: Clock): Promise<{ store: Store; assetsUpserted: Promise<number>; keyRing: KeyRing }> {
+  const store = await openStore(config.database.kind === "postgres" ? { kind: "postgres", url: config.database.url } : { kind: "pglite", dataDir: config.database.dataDir }, clock);
+  const assetsUpserted = store.upsertAssets(catalog.all);
+  assetsUpserted.catch(() => {}); // awaited by the caller before the projectors start; a failure there fails the start
+  try {
+    return { store, assetsUpserted, keyRing: await openKeyRing(store.db, clock.now(), secrets) };
+  } catch (e) {
+    await assetsUpserted.catch(() => {});
+    await store.close().catch(() => {});
+    throw e;
+  }
+}
+
+/**
+ * Runs `start` once the service has been ready (`ready()`, asked every `READY_POLL_MS`) for `READY_SETTLE_MS`, or
+ * after `maxWaitMs` at the latest. For the advisory positions book: building and loading it is seconds of CPU for
+ * thousands of assets, on this thread, and must not hold back recovery, the first samples, their projection or the
+ * probes that find the service ready (its routes answer 503 `not_ready` until it lands, as documented). Returns the
+ * cancel (for a stop before then).
+ */
+function whenReady(ready: () => Promise<boolean>, clock: Clock, start: () => void, maxWaitMs = POSITIONS_START_MAX_WAIT_MS): () => void {
+  const deadline = clock.now() + maxWaitMs;
+  let timer: unknown = null;
+  let settled = false;
+  const run = () => {
+    timer = null;
+    if (settled) return;
+    settled = true;
+    start();
+  };
+  const check = async () => {
+    timer = null;
+    if (clock.now() >= deadline) return run();
+    const ok = await ready().catch(() => false);
+    if (settled) return;
+    timer = ok ? clock.setTimeout(run, READY_SETTLE_MS) : clock.setTimeout(() => void check(), READY_POLL_MS);
+  };
+  void check();
+  return () => {
+    settled = true;
+    if (timer !== null) clock.clearTimeout(timer);
+  };
+}
+
+/** The longest the positions book waits for the service to be ready before loading anyway (`whenReady`). */
+const POSITIONS_START_MAX_WAIT_MS = 30_000;
+/** How often `whenReady` asks whether the service is ready, and how long it lets the first ready probes be answered. */
+const READY_POLL_MS = 250;
+const READY_SETTLE_MS = 1_000;
+
+/**
+ * Lets the HTTP listener answer the requests that came in during a long synchronous step of the start (creating or
+ * restoring thousands of actors takes a second or more) before the next one.
+ */
+const requestsAnswered = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * Starts the parts of `config.role` (docs/scaling.md) in the order of docs/lifecycle.md. ROLE=all is `startService`.
@@ -185,29 +279,21 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     // Owner-only DATA_DIR (umask 077 for what PGlite and nats-server create) and the key that seals private keys.
     prepareDataDir(config, log);
     const secrets = openSecretsBox(config, log);
-    const store = await openStore(
-      config.database.kind === "postgres" ? { kind: "postgres", url: config.database.url } : { kind: "pglite", dataDir: config.database.dataDir },
-      baseClock,
-    );
-    undo.push(() => store.close());
-    await store.upsertAssets(catalog.all);
-    // The webhook signing key: generated and persisted (sealed) on first start, the same kid on every later one.
-    const keyRing = await openKeyRing(store.db, baseClock.now(), secrets);
-
-    let embedded: EmbeddedNats | null = null;
-    let servers: readonly string[];
-    if (config.nats.kind === "external") servers = config.nats.servers;
-    else {
-      embedded = await startEmbeddedNats(config.nats.storeDir);
-      undo.push(() => embedded!.stop());
-      servers = [embedded.url];
-      log("info", "started embedded nats-server", { url: embedded.url, store: config.nats.storeDir });
+    // The store (open, migrate, the catalog's rows, the signing key) and NATS (server, connection, topology) do not
+    // depend on each other: side by side. A failure of the store's side (a wrong SECRETS_KEY) stops the start at once;
+    // the rollback waits for the NATS side to settle, so nothing it opened is left behind.
+    const natsOpening = openNats(config, log, undo);
+    natsOpening.catch(() => {}); // awaited below
+    let opened: Awaited<ReturnType<typeof openStoreSide>>;
+    try {
+      opened = await openStoreSide(config, catalog, secrets, baseClock);
+    } catch (e) {
+      await natsOpening.catch(() => {});
+      throw e;
     }
-    // noAsyncTraces: the client otherwise builds an Error (a stack trace) for every request and subscription timer,
-    // that is for every JetStream publish: 10 % of the engine's CPU at 4,000 samples/s (docs/benchmarks.md).
-    const nc = await connect({ servers: [...servers], name: "peg-oracle", maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
-    undo.push(() => nc.close());
-    const topology = await ensureTopology(nc, config.natsReplicas);
+    const { store, assetsUpserted, keyRing } = opened;
+    undo.push(() => store.close());
+    const { nc, servers, embedded, topology } = await natsOpening;
     // ROLE=engine: assets are leased in PEG_LEASES (src/streams/jetstream/leases.ts), recovered one by one on acquisition.
     const leaseStore = partitioned ? await natsLeaseStore(nc, config.natsReplicas) : null;
 
@@ -217,31 +303,137 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       const r = await store.receiptById(latest.id);
       return r === undefined ? null : r.receipt;
     };
-    const recoveryRead = await readRecovery(config.role === "all" ? catalog.active : [], topology, {
+    // The recovery read is I/O (two passes over JetStream, one store query): it runs while the API starts.
+    const recoveryReading = readRecovery(config.role === "all" ? catalog.active : [], topology, {
       log,
       fromStore: latestStoredReceipt,
       storeHas: (mints) => store.mintsWithAlerts(mints),
     });
-    const recovered = recoveryRead.states;
-    // A resumed scenario feeds each asset only samples it has not applied: after a dwell-timer evaluation at D a
-    // sample stamped D is still due (the timer fires first), after a sample evaluation at T none is.
-    const resumeAt = new Map<string, number>();
-    for (const [mint, r] of recovered) {
-      const at = r.state.evaluatedAt;
-      if (at !== null) resumeAt.set(mint, r.state.lastTrigger === "dwell_timer" ? at - 1 : at);
-    }
-    const chosen = await feedFor(
+    recoveryReading.catch(() => {}); // awaited below
+
+    // Alert ids JetStream acknowledged that the store has not projected yet: /v1/audit/{id} answers 202 for them.
+    const pending = new Set<string>();
+    // Alert ids seen on PEG_TRANSITIONS (bounded: the 10,000 most recent), for the same 202 in every API process.
+    const onStream = new RecentAlertIds();
+    // Webhook delivery: the dispatcher serves the API's test and replay routes (their work goes through JetStream, so
+    // it waits there until the worker below starts); delivery timing is wall-clock time, whatever the feed's clock.
+    const testOnly = io.webhookTestOnly;
+    const dispatcher = new Dispatcher({
+      db: store.db,
+      js: jetstream(nc),
+      catalog,
+      now: () => baseClock.now(),
+      baseUrl: config.webhookBaseUrl,
+      timeScale: config.webhookTimeScale,
+      log,
+      telegram: config.telegramBotToken !== null,
+    });
+    // The advisory figures' lending positions: Kamino's obligations when KAMINO_POSITIONS_URL is set, else simulated
+    // (same seed as the simulated market); refreshed every minute, on wall-clock time whatever clock a scenario
+    // replays on. Built and started once the service is ready (whenReady, below); until then the routes answer 503.
+    const kamino = config.kaminoPositionsUrl === null ? null : await import("../streams/positions/kamino.ts");
+    let positions: PositionsBook | null = null;
+    const openPositions = () =>
+      new PositionsBook({
+        sources: [
+          kamino === null || config.kaminoPositionsUrl === null
+            ? simulatedPositions({ assets: catalog.active, seed: config.simSeed })
+            : kamino.kaminoPositions({ baseUrl: config.kaminoPositionsUrl }),
+        ],
+        clock: baseClock,
+        log,
+      });
+    undo.push(async () => positions?.stop());
+
+    // The feed and its clock, from what recovery read: a resumed scenario starts where the recovered actors left off.
+    const choosingFeed = async () => {
+      const recoveryRead = await recoveryReading;
+      // A resumed scenario feeds each asset only samples it has not applied: after a dwell-timer evaluation at D a
+      // sample stamped D is still due (the timer fires first), after a sample evaluation at T none is.
+      const resumeAt = new Map<string, number>();
+      for (const [mint, r] of recoveryRead.states) {
+        const at = r.state.evaluatedAt;
+        if (at !== null) resumeAt.set(mint, r.state.lastTrigger === "dwell_timer" ? at - 1 : at);
+      }
+      const chosen = await feedFor(
+        config,
+        catalog,
+        baseClock,
+        log,
+        resumeAt,
+        leaseStore === null ? undefined : (first) => sharedScenarioNow(leaseStore.kv, first, baseClock.now(), config.scenarioSpeed),
+      );
+      if ("error" in chosen) throw new Error(chosen.error);
+      return { recoveryRead, chosen };
+    };
+    // The API reads the feed's clock (card staleness, snapshot ages): a scenario's own clock depends on the recovery,
+    // so it is chosen before the API starts; simulated and live feeds (and an API process) run on wall-clock time.
+    const early = config.feed.kind === "scenario" && runsEngine ? await choosingFeed() : null;
+    const apiClock = early?.chosen.clock ?? baseClock;
+
+    // The engine's parts, once started (the API opens before them).
+    let link: EngineLink | null = null;
+    /** What start-up is still doing before this process's engine runs (null once intake runs): /readyz says it. */
+    let starting: string | null = runsEngine ? "recovering actors" : null;
+    let intakeOpen = false;
+    // An API process has no engine of its own: it reports engines alive when one holds a heartbeat in PEG_LEASES.
+    const engineSeen = runsEngine ? null : watchEngines(nc, baseClock);
+    undo.push(async () => engineSeen?.stop());
+    // HTTP as early as it can answer correctly: every route reads the store (open and migrated) or NATS; until the
+    // engine runs, /readyz answers 503 with what start-up is doing, the machine routes 503 `not_ready`, and the
+    // advisory routes 503 `not_ready` until the positions book's first load.
+    // The agent tools (docs/agents.md): POST /mcp, and with X402_PAY_TO the paid tools and GET /x402/*.
+    const agentRoutes = !runsApi ? null : await (await import("../mcp/service.ts")).prepareAgentRoutes({ config, catalog, db: store.db, secrets, clock: baseClock, log });
+    const api = !runsApi ? null : await startApi({
       config,
       catalog,
-      baseClock,
+      clock: apiClock,
+      store,
+      natsAlive: () => nc.rtt().then(() => true),
+      engineAlive: () => (engineSeen === null ? intakeOpen : engineSeen.alive()),
+      starting: () => starting,
+      overload: () => link?.overload() ?? null,
+      sampleQueue: () => ({ queued: link?.stats.queuedSamples ?? 0, dropped: link?.stats.droppedSamples ?? 0 }),
+      // Pending: acknowledged by this engine (ROLE=all), or seen on PEG_TRANSITIONS by this process's WebSocket feed
+      // (any process serving the API, so an API process knows the transitions the engines published).
+      pendingAlert: (id) => pending.has(id) || onStream.has(id),
+      onStreamTransition: (id) => onStream.add(id),
+      nc,
+      machine: async (mint) => {
+        // ROLE=all answers for its own actors: none to ask before they are recovered.
+        if (config.role === "all" && starting !== null) return { kind: "unavailable", reason: `the engine is starting (${starting})` };
+        try {
+          const view = await requestMachineView(nc, mint);
+          return view === null ? { kind: "unknown" } : { kind: "ok", view };
+        } catch (e) {
+          return { kind: "unavailable", reason: e instanceof Error ? e.message : String(e) };
+        }
+      },
       log,
-      resumeAt,
-      leaseStore === null ? undefined : (first) => sharedScenarioNow(leaseStore.kv, first, baseClock.now(), config.scenarioSpeed),
-    );
-    if ("error" in chosen) throw new Error(chosen.error);
+      webhookKeys: (now) => keyRing.publicList(now),
+      webhookDelivery: { test: (hook) => dispatcher.test(hook), replay: (hook, window) => dispatcher.replay(hook, window) },
+      advisory: { snapshot: () => positions?.snapshot() ?? null },
+      ...(agentRoutes === null ? {} : { extraRoutes: agentRoutes }),
+      ...(testOnly === undefined
+        ? {}
+        : { destinationsForTests: { ...(testOnly.resolve === undefined ? {} : { resolve: testOnly.resolve }), allowLoopbackForTests: testOnly.allowLoopback === true } }),
+    });
+    undo.push(async () => api?.close());
+    if (api !== null) {
+      log("info", "http listening", { host: config.host, port: api.port });
+      log("info", "metrics listening", { host: config.metricsHost, port: api.metricsPort });
+    }
+
+    // On-chain anchoring's module (its Solana client) loads while recovery runs; the worker starts after intake.
+    const anchorModule = runsEngine ? import("../anchor/start.ts") : null;
+    anchorModule?.catch(() => {}); // awaited below
+
+    await requestsAnswered();
+    const { recoveryRead, chosen } = early ?? (await choosingFeed());
     const clock = chosen.clock;
 
-    const inspector = config.inspectPort === null ? null : statelyInspector(config.inspectPort);
+    // INSPECT_PORT only: the inspector's WebSocket client is loaded when asked for.
+    const inspector = config.inspectPort === null ? null : (await import("./inspect.ts")).statelyInspector(config.inspectPort);
     if (inspector !== null) {
       undo.push(async () => inspector.stop());
       log("info", "actors stream to the Stately inspector bridge", { url: `ws://127.0.0.1:${config.inspectPort}` });
@@ -254,20 +446,19 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       ...(inspector === null ? {} : { inspect: inspector.inspect }),
     });
     undo.push(async () => host.stop());
+    await requestsAnswered();
     // An API process runs no actors and must not answer for them.
     const inspection = runsEngine ? serveMachineInspection(nc, host, { partitioned }) : null;
     undo.push(async () => inspection?.unsubscribe());
-    const link = new EngineLink(host, nc, jetstream(nc), topology, { log });
-    link.start();
-    undo.push(() => link.close());
-    // Alert ids JetStream acknowledged that the store has not projected yet: /v1/audit/{id} answers 202 for them.
-    const pending = new Set<string>();
-    // Alert ids seen on PEG_TRANSITIONS (bounded: the 10,000 most recent), for the same 202 in every API process.
-    const onStream = new RecentAlertIds();
-    const acked: Subscription = link.acked$.subscribe((a) => {
+    const engineLink = new EngineLink(host, nc, jetstream(nc), topology, { log });
+    link = engineLink;
+    engineLink.start();
+    undo.push(() => engineLink.close());
+    const acked: Subscription = engineLink.acked$.subscribe((a) => {
       if (pending.size >= 10_000) pending.delete(pending.values().next().value!);
       pending.add(a.receipt.alert_id);
       if (!a.duplicate) io.transition?.(JSON.stringify(transitionLine(a.receipt)));
+      api?.metrics.transitions.inc({ to_state: a.receipt.to_state });
     });
     const projectingStore: Store = {
       ...store,
@@ -283,26 +474,27 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       // transition, so every transition is published expecting its predecessor. Nothing else should publish for these
       // assets, but should something do so (a second ROLE=all process by mistake, a restored stream) the stream stays
       // one chain per asset: the rejected asset is restored from its last transition in the stream.
-      for (const a of catalog.active) link.fence(a.mint, recoveryRead.transitionSeqs.get(a.mint) ?? 0);
-      link.onConflict(async (mint) => {
+      for (const a of catalog.active) engineLink.fence(a.mint, recoveryRead.transitionSeqs.get(a.mint) ?? 0);
+      engineLink.onConflict(async (mint) => {
         const asset = catalog.active.find((a) => a.mint === mint);
         if (asset === undefined) return;
         const read = await readRecovery([asset], topology, { log, fromStore: latestStoredReceipt, preferTransition: true });
-        link.fence(mint, read.transitionSeqs.get(mint) ?? 0);
+        engineLink.fence(mint, read.transitionSeqs.get(mint) ?? 0);
         const r = read.states.get(mint);
         if (r === undefined) host.activateAsset(mint);
         else host.restoreAsset(mint, r.state);
         log("info", "restored asset from the stream after a rejected transition", { asset: asset.symbol, mint, from: r?.source ?? "cold" });
       });
     }
-    const recovery = applyRecovery(host, config.role === "all" ? catalog.active : [], recovered);
+    const recovery = applyRecovery(host, config.role === "all" ? catalog.active : [], recoveryRead.states);
     log("info", "recovered actors", { ...recovery });
+    await requestsAnswered();
     let partition: Partition | null = null;
     if (leaseStore !== null) {
       const p = startPartition({
         store: leaseStore,
         host,
-        link,
+        link: engineLink,
         topology,
         assets: catalog.active,
         clock: baseClock,
@@ -325,50 +517,11 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     // The feed's latest circulating supplies, stamped on each projected snapshot (fed with the intake, below).
     const supplies = new SupplyBook();
     const onError = (e: unknown) => log("warn", "projector batch failed; it will be redelivered", { error: e instanceof Error ? e.message : String(e) });
-    // Projectors, retention, anchoring and webhook delivery run with the engines (API processes only read the store).
-    // Several engines share each durable consumer: every message goes to one of them; projection is idempotent.
-    const consumers: BatchConsumer[] = [];
-    if (runsEngine) consumers.push(
-      await startBatchConsumer(
-        nc,
-        topology.jsm,
-        { stream: TOPOLOGY.transitions.stream, durable: "projector-transitions", filterSubject: TOPOLOGY.transitions.subjects, maxBatch: 64, onError },
-        transitionProjector(projectingStore, catalog, projected.transitions, onReject),
-      ),
-    );
-    if (runsEngine) consumers.push(
-      await startBatchConsumer(
-        nc,
-        topology.jsm,
-        { stream: TOPOLOGY.samples.stream, durable: "projector-samples", filterSubject: TOPOLOGY.samples.subjects, maxBatch: 512, onError },
-        sampleProjector(store, projected.samples, onReject, (mint) => supplies.wireOf(mint)),
-      ),
-    );
-    const stopConsumers = async () => {
-      for (const c of consumers) await c.stop();
-    };
-    undo.push(stopConsumers);
-    const stopRetention = runsEngine ? startRetention(store, baseClock) : async () => {};
-    undo.push(stopRetention);
-
-    // On-chain anchoring (methodology section 8): polls the store for receipts to commit, on wall-clock time.
-    const anchor = !runsEngine ? null : await startAnchoring({ ...config.anchor, rpcUrl: config.sources.solanaRpcUrl, db: store.db, secrets, clock: baseClock, log });
-    if (anchor !== null) undo.push(() => anchor.stop());
-
-    // Webhook delivery, after the projectors: each acked transition is dispatched to the webhooks of its asset, and
-    // the worker runs the attempts from PEG_DELIVERIES. Delivery timing is wall-clock time, whatever the feed's clock.
-    const testOnly = io.webhookTestOnly;
-    const dispatcher = new Dispatcher({
-      db: store.db,
-      js: jetstream(nc),
-      catalog,
-      now: () => baseClock.now(),
-      baseUrl: config.webhookBaseUrl,
-      timeScale: config.webhookTimeScale,
-      log,
-      telegram: config.telegramBotToken !== null,
-    });
-    const worker = !runsEngine ? null : await startDeliveryWorker({
+    // Webhook delivery: each acked transition is dispatched to the webhooks of its asset, and the worker runs the
+    // attempts from PEG_DELIVERIES. The worker and the dispatch consumer start side by side, before intake: the
+    // dispatch consumer, when first created, starts from the next transition.
+    starting = "starting webhook delivery";
+    const workerStarting = !runsEngine ? null : startDeliveryWorker({
       nc,
       jsm: topology.jsm,
       db: store.db,
@@ -381,15 +534,15 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       ...(testOnly?.resolve === undefined ? {} : { resolve: testOnly.resolve }),
       ...(testOnly === undefined ? {} : { testOnly: { ...(testOnly.ca === undefined ? {} : { ca: testOnly.ca }), allowLoopback: testOnly.allowLoopback === true } }),
     });
-    undo.push(async () => worker?.stop());
+    workerStarting?.catch(() => {}); // awaited below, with the dispatch consumer
     // Key rotation requests (`peg-oracle webhook-keys rotate`) and re-reads after another process rotated.
     const keyAdmin = serveKeyAdmin(nc, keyRing, () => baseClock.now(), { log });
     undo.push(() => keyAdmin.stop());
     // Dispatch is a durable consumer of the transitions (from the next one, when first created): a transition
     // acknowledged just before a crash is dispatched after the restart, and one dispatched twice changes nothing.
-    const dispatching = !runsEngine
+    const dispatchStarting = !runsEngine
       ? null
-      : await startBatchConsumer(
+      : startBatchConsumer(
           nc,
           topology.jsm,
           {
@@ -404,67 +557,19 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
           },
           dispatchHandler(dispatcher, (id) => store.markDispatched(id, baseClock.now()), onReject),
         );
-    undo.push(async () => dispatching?.stop());
+    const [workerStarted, dispatchStarted] = await Promise.allSettled([workerStarting, dispatchStarting]);
+    if (workerStarted.status === "fulfilled") undo.push(async () => workerStarted.value?.stop());
+    if (dispatchStarted.status === "fulfilled") undo.push(async () => dispatchStarted.value?.stop());
+    if (workerStarted.status === "rejected") throw workerStarted.reason;
+    if (dispatchStarted.status === "rejected") throw dispatchStarted.reason;
+    const worker = workerStarted.value;
+    const dispatching = dispatchStarted.value;
     const stopDelivery = async () => {
       await keyAdmin.stop();
       await dispatching?.stop();
       await dispatcher.idle();
       await worker?.stop();
     };
-
-    // Advisory loop exposure: simulated lending positions (same seed as the simulated market), refreshed every minute.
-    // The advisory figures' lending positions: Kamino's obligations when KAMINO_POSITIONS_URL is set, else simulated.
-    const positionSource =
-      config.kaminoPositionsUrl === null
-        ? simulatedPositions({ assets: catalog.active, seed: config.simSeed })
-        : kaminoPositions({ baseUrl: config.kaminoPositionsUrl });
-    // Wall-clock time: lending positions are polled in real time, whatever clock a scenario replays on.
-    const positions = runsApi ? new PositionsBook({ sources: [positionSource], clock: baseClock, log }) : null;
-    // Not awaited: the first load (seconds for thousands of assets, or a slow Kamino API) must not hold back serving
-    // the peg state; until it lands the advisory routes answer 503 not_ready ("retry shortly"), as documented.
-    void positions?.start();
-    undo.push(async () => positions?.stop());
-
-    let intakeOpen = true;
-    // An API process has no engine of its own: it reports engines alive when one holds a heartbeat in PEG_LEASES.
-    const engineSeen = runsEngine ? null : watchEngines(nc, baseClock);
-    undo.push(async () => engineSeen?.stop());
-    const api = !runsApi || positions === null ? null : await startApi({
-      config,
-      catalog,
-      clock,
-      store,
-      natsAlive: () => nc.rtt().then(() => true),
-      engineAlive: () => (engineSeen === null ? intakeOpen : engineSeen.alive()),
-      overload: () => link.overload(),
-      sampleQueue: () => ({ queued: link.stats.queuedSamples, dropped: link.stats.droppedSamples }),
-      // Pending: acknowledged by this engine (ROLE=all), or seen on PEG_TRANSITIONS by this process's WebSocket feed
-      // (any process serving the API, so an API process knows the transitions the engines published).
-      pendingAlert: (id) => pending.has(id) || onStream.has(id),
-      onStreamTransition: (id) => onStream.add(id),
-      nc,
-      machine: async (mint) => {
-        try {
-          const view = await requestMachineView(nc, mint);
-          return view === null ? { kind: "unknown" } : { kind: "ok", view };
-        } catch (e) {
-          return { kind: "unavailable", reason: e instanceof Error ? e.message : String(e) };
-        }
-      },
-      log,
-      webhookKeys: (now) => keyRing.publicList(now),
-      webhookDelivery: { test: (hook) => dispatcher.test(hook), replay: (hook, window) => dispatcher.replay(hook, window) },
-      advisory: positions,
-      ...(testOnly === undefined
-        ? {}
-        : { destinationsForTests: { ...(testOnly.resolve === undefined ? {} : { resolve: testOnly.resolve }), allowLoopbackForTests: testOnly.allowLoopback === true } }),
-    });
-    undo.push(async () => api?.close());
-    if (api !== null) {
-      log("info", "http listening", { host: config.host, port: api.port });
-      log("info", "metrics listening", { host: config.metricsHost, port: api.metricsPort });
-      acked.add(link.acked$.subscribe((a) => api.metrics.transitions.inc({ to_state: a.receipt.to_state })));
-    }
 
     // ROLE=engine: the first lease round right before intake, so no acquired actor runs (and no dwell timer fires)
     // before the feed does.
@@ -473,7 +578,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       log("info", "engine leases", { engine: partition.self, held: partition.leases.held.size, assets: catalog.active.length });
     }
 
-    // Intake last.
+    // Intake, then the projectors (below).
     const scenarioTime = config.feed.kind === "scenario";
     if ("start" in chosen) chosen.start?.();
     const intake = chosen.feed.subscribe({
@@ -490,13 +595,72 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       next: (leg) => supplies.record(leg),
       error: (e: unknown) => log("warn", "supply source failed; cards keep the last stored supply", { error: e instanceof Error ? e.message : String(e) }),
     });
+    undo.push(async () => {
+      intake.unsubscribe();
+      supplyIntake?.unsubscribe();
+    });
+    intakeOpen = true;
+
+    // Projectors, retention, anchoring and webhook delivery run with the engines (API processes only read the store).
+    // Several engines share each durable consumer: every message goes to one of them; projection is idempotent. The
+    // projectors start after intake: their durable consumers deliver everything acknowledged since they last ran,
+    // whenever they start, and the rows they write reference the catalog's, whose upsert may still be running.
+    // Meanwhile the engine evaluates the first samples; /readyz waits for the projectors.
+    starting = "starting projectors";
+    await assetsUpserted;
+    const consumers: BatchConsumer[] = [];
+    const stopConsumers = async () => {
+      for (const c of consumers) await c.stop();
+    };
+    undo.push(stopConsumers);
+    if (runsEngine) {
+      const started = await Promise.all([
+        startBatchConsumer(
+          nc,
+          topology.jsm,
+          { stream: TOPOLOGY.transitions.stream, durable: "projector-transitions", filterSubject: TOPOLOGY.transitions.subjects, maxBatch: 64, onError },
+          transitionProjector(projectingStore, catalog, projected.transitions, onReject),
+        ),
+        startBatchConsumer(
+          nc,
+          topology.jsm,
+          { stream: TOPOLOGY.samples.stream, durable: "projector-samples", filterSubject: TOPOLOGY.samples.subjects, maxBatch: 512, onError },
+          sampleProjector(store, projected.samples, onReject, (mint) => supplies.wireOf(mint)),
+        ),
+      ]);
+      consumers.push(...started);
+    }
+    const stopRetention = runsEngine ? startRetention(store, baseClock) : async () => {};
+    undo.push(stopRetention);
+    starting = null;
+
+
+    // On-chain anchoring (methodology section 8): polls the store for receipts to commit, on wall-clock time, and
+    // resumes a commit it had sent before a restart; nothing before it waits for it.
+    const anchor: AnchorWorker | null =
+      anchorModule === null
+        ? null
+        : await (await anchorModule).startAnchoring({ ...config.anchor, rpcUrl: config.sources.solanaRpcUrl, db: store.db, secrets, clock: baseClock, log });
+    if (anchor !== null) undo.push(() => anchor.stop());
+    // An API process has nothing else to do at start: its book loads at once.
+    const cancelPositions =
+      api === null
+        ? () => {}
+        : whenReady(
+            async () => !runsEngine || readinessBody(await api.readModel.readiness()).ok,
+            baseClock,
+            () => {
+              positions = openPositions();
+              void positions.start();
+            },
+          );
 
     let stopping: Promise<void> | null = null;
     return {
       store,
       nc,
       host,
-      link,
+      link: engineLink,
       recovery,
       natsUrl: servers[0]!,
       api,
@@ -523,11 +687,14 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
             supplyIntake?.unsubscribe();
           }); // 1
           await step("stop the HTTP server", () => api?.close());
-          await step("stop the positions book", () => positions?.stop());
+          await step("stop the positions book", () => {
+            cancelPositions();
+            return positions?.stop();
+          });
           // ROLE=engine: each asset's actor stops, its transitions are acked and its snapshot flushed, then its lease
           // is deleted, so another engine takes it over at once (docs/scaling.md).
           await step("hand back the leases", () => partition?.stop());
-          await step("drain actors and flush snapshots", () => link.close()); // 2-3
+          await step("drain actors and flush snapshots", () => engineLink.close()); // 2-3
           await step("stop actors", () => {
             acked.unsubscribe();
             inspection?.unsubscribe();
@@ -550,7 +717,6 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     throw e;
   }
 }
-
 
 /**
  * For an API process's readiness: whether some engine announced itself in PEG_LEASES within its TTL (re-read every

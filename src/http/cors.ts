@@ -11,9 +11,13 @@ export const EXPOSED_HEADERS = [
   "retry-after",
   "etag",
   "x-request-id",
+  // The agent tools (docs/agents.md): x402's challenge and settlement headers.
+  "payment-required",
+  "payment-response",
 ].join(", ");
 
-const ALLOWED_REQUEST_HEADERS = new Set(["authorization", "content-type", "if-none-match", "x-request-id"]);
+/** Request headers a browser may send: the API's, and the agent tools' (an x402 payment, the MCP protocol version). */
+const ALLOWED_REQUEST_HEADERS = new Set(["authorization", "content-type", "if-none-match", "x-request-id", "payment-signature", "mcp-protocol-version"]);
 
 /** Headers for a response to `origin`; none when the origin is absent or not allowed. */
 export function corsHeaders(origins: ReadonlySet<string>, origin: string | undefined): Record<string, string> {

@@ -76,7 +76,7 @@ export interface Readiness {
   /** Age of the newest asset snapshot, whole seconds; null when there is none. */
   readonly snapshot_age_secs: number | null;
   /** Why a failing check failed, when more is known than "down" (a full disk, a server that did not answer in time). */
-  readonly reasons?: { readonly database?: string; readonly nats?: string };
+  readonly reasons?: { readonly database?: string; readonly nats?: string; readonly engine?: string };
   /** The engine cannot keep up and is dropping samples: why (not ready while set). */
   readonly overloaded?: string;
 }

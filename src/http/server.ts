@@ -3,13 +3,13 @@ import { sql } from "kysely";
 import type { Catalog } from "../catalog/index.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
-import type { Store } from "../store/index.ts";
+import { latestStates, type Store } from "../store/index.ts";
 import { createMetrics, serveMetrics, type Metrics } from "./metrics.ts";
 import { createPipeline } from "./pipeline.ts";
 import { createStoreAccountsModel, type WebhookDeliveryControl } from "./accounts-model.ts";
 import { createStoreReadModel } from "./read-model-store.ts";
 import type { MachineLookup, ReadModel, Readiness } from "./read-model.ts";
-import { Router } from "./router.ts";
+import { Router, type Route } from "./router.ts";
 import { publicRoutes, type DocumentedRoute, type MeRouteOptions, type PublicRoutesOptions } from "./routes/index.ts";
 import { serveUws, type UwsServer } from "./uws-adapter.ts";
 import { loadStaticFiles } from "./static.ts";
@@ -17,7 +17,7 @@ import { attachStatic } from "./static-uws.ts";
 import { WsHub } from "./ws/hub.ts";
 import { WS_LIMITS } from "./ws/protocol.ts";
 import { attachWs, uwsTransport } from "./ws/uws.ts";
-import { startLiveFeed, type LiveFeed, type LiveSink } from "../streams/jetstream/index.ts";
+import { startLiveFeed, type LiveFeed, type LiveSink } from "../streams/jetstream/live-feed.ts";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /** The 24-hour windows and calibration figures are aggregates over thousands of rows: cached briefly. */
@@ -35,6 +35,11 @@ export interface ApiDeps {
   readonly natsAlive: () => Promise<boolean>;
   /** The engine is running (intake subscribed, actors alive). */
   readonly engineAlive: () => boolean;
+  /**
+   * What start-up is still doing before the engine runs (e.g. "recovering actors"), or null: the HTTP listener opens
+   * before the engine, and `/readyz` answers 503 with this as the engine's reason meanwhile.
+   */
+  readonly starting?: () => string | null;
   /**
    * Why the engine cannot keep up (its sample publish queue is full and samples are being dropped), or null. Makes
    * `/readyz` answer 503 with that reason.
@@ -60,6 +65,12 @@ export interface ApiDeps {
   readonly advisory?: PublicRoutesOptions["advisory"];
   /** Tests only: the webhook registration check's resolver and loopback allowance (a receiver on this machine). */
   readonly destinationsForTests?: MeRouteOptions;
+  /**
+   * Routes served beside the public ones but outside the REST contract and its OpenAPI document (the agent tools'
+   * `/mcp` and `/x402/*`, interface 1.8), built over the public routes and the read model this API serves, so they
+   * share its caches and /metrics registry.
+   */
+  readonly extraRoutes?: (ctx: { readonly routes: readonly DocumentedRoute[]; readonly readModel: ReadModel; readonly metrics: Metrics }) => readonly Route[];
 }
 
 export interface Api {
@@ -151,16 +162,20 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
       "slow",
     );
     const nats = natsState === "up";
+    const newest = reachable ? await store.newestSnapshotAt() : null;
+    const overload = deps.overload?.() ?? null;
+    // While start-up runs the engine is not alive yet, whatever the last run left in the store.
+    const starting = deps.starting?.() ?? null;
+    const engine = starting === null && deps.engineAlive();
     const reasons = {
       ...(reachable ? (room ? {} : { database: "database has no room to write (disk full)" }) : { database: "database is unreachable or did not answer within 2 s" }),
       ...(natsState === "slow" ? { nats: "nats did not answer a ping within 2 s (down, or the connection is backed up)" } : natsState === "down" ? { nats: "nats is down" } : {}),
+      ...(starting === null ? {} : { engine: `engine is starting: ${starting}` }),
     };
-    const newest = reachable ? await store.newestSnapshotAt() : null;
-    const overload = deps.overload?.() ?? null;
     return {
       database,
       nats,
-      engine: deps.engineAlive(),
+      engine,
       ...(overload === null ? {} : { overloaded: overload }),
       snapshot_age_secs: newest === null ? null : Math.max(0, Math.floor((clock.now() - newest) / 1000)),
       ...(Object.keys(reasons).length === 0 ? {} : { reasons }),
@@ -184,8 +199,9 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
   if (deps.nc !== undefined) {
     hub = new WsHub({ catalog, clock, transport, onBackpressureClose: () => metrics.wsBackpressureCloses.inc() });
     const h = hub;
-    const snaps = await base.snapshots().catch(() => new Map<string, never>());
-    h.seed([...snaps.values()].map((s) => ({ mint: s.mint, state: s.state, discount: s.discount, at: s.updated_at })));
+    // Only the state, discount and instant of each snapshot: the seed is on the way to the listener.
+    const seeds = await latestStates(store.db).catch(() => []);
+    h.seed(seeds.map((s) => ({ mint: s.mint, state: s.state, discount: s.discount, at: s.updated_at })));
     const seen = deps.onStreamTransition;
     const sink: LiveSink =
       seen === undefined
@@ -215,7 +231,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
     ...(wsClients === undefined ? {} : { wsClients }),
     ...(deps.advisory === undefined ? {} : { advisory: deps.advisory }),
   });
-  const router = new Router(routes);
+  const router = new Router([...routes, ...(deps.extraRoutes?.({ routes, readModel, metrics }) ?? [])]);
   let droppedSeen = 0;
   const refreshMetrics = async (): Promise<void> => {
     const r = await readiness();

@@ -213,3 +213,20 @@ export async function countAlertsSince(db: Executor, ts: EpochMs): Promise<numbe
     .executeTakeFirstOrThrow();
   return toInt(r.n, "count(alerts)");
 }
+
+/**
+ * Alerts with a stream sequence above `afterSeq`, in stream order (the agent tools' event cursor; the partial index
+ * on `seq` serves it). Rows not yet projected are simply absent: the caller decides how long to wait for a gap.
+ */
+export async function alertsAfterSeq(db: Executor, afterSeq: number, limit: number): Promise<AlertRecord[]> {
+  if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) throw new RangeError("afterSeq must be a non-negative integer");
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError("limit must be a positive integer");
+  const rows = await db.selectFrom("alerts").selectAll().where("seq", "is not", null).where("seq", ">", afterSeq).orderBy("seq", "asc").limit(limit).execute();
+  return rows.map(alertFromRow);
+}
+
+/** The highest stream sequence of a stored alert (0: none). */
+export async function lastAlertSeq(db: Executor): Promise<number> {
+  const r = await db.selectFrom("alerts").select((eb) => eb.fn.max("seq").as("seq")).executeTakeFirst();
+  return toIntOrNull(r?.seq ?? null, "max(alerts.seq)") ?? 0;
+}

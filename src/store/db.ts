@@ -3,9 +3,7 @@
  * Both speak the same SQL through Kysely; the drivers' differences in value types (int8 as string or number) are
  * absorbed by the repositories (normalise.ts). Migrations run at open.
  */
-import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect, sql, type Dialect } from "kysely";
-import { PGliteDialect } from "kysely-pglite-dialect";
 import { statfsSync } from "node:fs";
 import pg from "pg";
 import type { Clock } from "../clock.ts";
@@ -25,7 +23,6 @@ import {
 } from "./alerts.ts";
 import { latestSnapshots, newestSnapshotAt, upsertAssets, upsertSnapshot, upsertSnapshots, type SnapshotRow } from "./assets.ts";
 import { migrateToLatest } from "./migrate.ts";
-import { openPgliteDir } from "./pglite-fs.ts";
 import { applyRetention, type RetentionResult } from "./retention.ts";
 import {
   history,
@@ -94,7 +91,7 @@ export interface Store {
   applyRetention(now?: EpochMs): Promise<RetentionResult>;
 }
 
-function dialectFor(config: StoreConfig): Dialect {
+async function dialectFor(config: StoreConfig): Promise<Dialect> {
   switch (config.kind) {
     case "postgres": {
       const pool = new pg.Pool({ connectionString: config.url, max: config.max ?? 10 });
@@ -106,11 +103,16 @@ function dialectFor(config: StoreConfig): Dialect {
       pool.on("connect", (client) => client.on("error", () => {}));
       return new PostgresDialect({ pool });
     }
-    case "pglite":
+    // PGlite (its WebAssembly build and the dialect) is loaded only when used: a start on PostgreSQL never pays for it.
+    case "pglite": {
+      const [{ PGliteDialect }, { openPgliteDir }] = await Promise.all([import("kysely-pglite-dialect"), import("./pglite-fs.ts")]);
       // Owner-only (0700 / 0600), WAL included: PGlite's own modes would let any local user read or rewrite receipts.
       return new PGliteDialect(openPgliteDir(config.dataDir));
-    case "pglite-memory":
+    }
+    case "pglite-memory": {
+      const [{ PGliteDialect }, { PGlite }] = await Promise.all([import("kysely-pglite-dialect"), import("@electric-sql/pglite")]);
       return new PGliteDialect(new PGlite());
+    }
   }
 }
 
@@ -164,7 +166,7 @@ export function createStore(db: Kysely<Database>, kind: StoreKind, clock: Clock,
 
 /** Opens the database, applies pending migrations and returns the bound store. On failure nothing is left open. */
 export async function openStore(config: StoreConfig, clock: Clock): Promise<Store> {
-  const store = createStore(new Kysely<Database>({ dialect: dialectFor(config) }), config.kind, clock, config.kind === "pglite" ? config.dataDir : undefined);
+  const store = createStore(new Kysely<Database>({ dialect: await dialectFor(config) }), config.kind, clock, config.kind === "pglite" ? config.dataDir : undefined);
   try {
     await store.migrate();
   } catch (e) {

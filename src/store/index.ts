@@ -8,11 +8,13 @@ export type { Database, Executor } from "./schema.ts";
 export { StoreDataError, atomically } from "./normalise.ts";
 export {
   latestSnapshots,
+  latestStates,
   oracleSnapshotsOf,
   snapshotFromStateEvent,
   upsertAssets,
   upsertSnapshot,
   upsertSnapshots,
+  type LatestState,
   type OracleSnapshot,
   type OracleSnapshots,
   type SnapshotRow,
@@ -34,9 +36,11 @@ export {
   COMMIT_STATUSES,
   alertById,
   alerts,
+  alertsAfterSeq,
   countAlertsSince,
   initialCommitStatus,
   insertTransition,
+  lastAlertSeq,
   markDispatched,
   receiptById,
   type AlertRecord,
@@ -181,3 +185,12 @@ export {
   type Reservation,
   type WaitingAnchor,
 } from "./anchors.ts";
+export {
+  PAYMENT_STATUSES,
+  claimPayment,
+  finishPayment,
+  paymentByKey,
+  releasePayment,
+  type PaymentRecord,
+  type PaymentStatus,
+} from "./payments.ts";

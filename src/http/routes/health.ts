@@ -13,7 +13,7 @@ export function readinessBody(r: ReadinessCounts): ReadinessBody {
   const failing: string[] = [];
   if (!r.database) failing.push(r.reasons?.database ?? "database is down");
   if (!r.nats) failing.push(r.reasons?.nats ?? "nats is down");
-  if (!r.engine) failing.push("engine is not running");
+  if (!r.engine) failing.push(r.reasons?.engine ?? "engine is not running");
   if (r.overloaded !== undefined) failing.push(r.overloaded);
   if (r.snapshot_age_secs === null) failing.push("no asset snapshot yet");
   else if (r.snapshot_age_secs * 1000 > STALE_AFTER_MS) failing.push(`newest snapshot is ${r.snapshot_age_secs} s old`);

@@ -1,0 +1,56 @@
+/**
+ * A paid tool call over MCP, in the x402 MCP transport's tool-result binding (x402 specs/transports-v2/mcp.md):
+ *
+ * 1. no `params._meta["x402/payment"]`: a tool result with `isError: true`, the PaymentRequired object in
+ *    `structuredContent` and, JSON-encoded, in `content[0].text`;
+ * 2. a payment: verified and claimed (a refusal is the same PaymentRequired answer, its `error` saying why), the tool
+ *    runs, then the payment is settled; the result goes out only after settlement, with the SettleResponse in
+ *    `_meta["x402/payment-response"]`. A tool that fails gives its payment back unused (nothing is charged); a
+ *    settlement that fails answers the PaymentRequired again, never the tool's content;
+ * 3. the RPC or facilitator unreachable: the tool error `payment_unavailable`; nothing is charged.
+ */
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { PaidTool, PaymentGate, PaymentRequired, ResourceInfo, Unavailable } from "../x402/index.ts";
+import { errorResult, failureResult, TOOL_ERROR_CODES } from "./errors.ts";
+import { okResult, type AnyToolDef, type ToolContext } from "./tool.ts";
+
+/** The ResourceInfo of a paid tool (the x402 MCP transport names tools `mcp://tool/<name>`). */
+export function toolResource(def: AnyToolDef): ResourceInfo {
+  return { url: `mcp://tool/${def.name}`, description: def.title, mimeType: "application/json" };
+}
+
+function paymentRequiredResult(pr: PaymentRequired): CallToolResult {
+  return { isError: true, structuredContent: { ...pr }, content: [{ type: "text", text: JSON.stringify(pr) }] };
+}
+
+function unavailableResult(u: Unavailable): CallToolResult {
+  return errorResult({ error: TOOL_ERROR_CODES.payment_unavailable, message: `${u.message}; nothing was charged: call again later (the same payment may be sent again)`, retry_after_secs: 5 });
+}
+
+export async function paidCall(gate: PaymentGate, def: AnyToolDef, args: unknown, payment: unknown, ctx: ToolContext, onInternal?: (e: unknown) => void): Promise<CallToolResult> {
+  const tool = def.paid as PaidTool;
+  const resource = toolResource(def);
+  if (payment === undefined) {
+    const pr = await gate.required(tool, resource);
+    return "kind" in pr ? unavailableResult(pr) : paymentRequiredResult(pr);
+  }
+  const verified = await gate.verify(tool, resource, payment);
+  if (verified.kind === "unavailable") return unavailableResult(verified);
+  if (verified.kind === "refused") return paymentRequiredResult(verified.paymentRequired);
+  let output: unknown;
+  try {
+    output = await def.run(args, ctx);
+  } catch (e) {
+    await gate.release(verified);
+    return failureResult(e, onInternal);
+  }
+  const result = okResult(def, output, onInternal);
+  if (result.isError === true) {
+    await gate.release(verified);
+    return result;
+  }
+  const settled = await gate.settle(verified, resource);
+  if (settled.kind === "unavailable") return unavailableResult(settled);
+  if (settled.kind === "refused") return paymentRequiredResult(settled.paymentRequired);
+  return { ...result, _meta: { "x402/payment-response": settled.settlement } };
+}
