@@ -151,8 +151,10 @@ describe("/v1/ws on the running service", () => {
     // Live state: the engine publishes a recompute on NATS; the hub pushes it.
     const nc: NatsConnection = await natsConnect({ servers: nats.url });
     nc.publish(`peg.state.${USDC.mint}`, JSON.stringify({ mint: USDC.mint, state: "DEPEG", discount: "0.01", ts: new Date().toISOString() }));
-    await c.until(() => c.of("state").length > 0, "a live state");
-    expect(c.of("state").at(-1)).toMatchObject({ asset: "USDC", state: "DEPEG", discount: "0.01" });
+    // The engine keeps publishing USDC's own recomputes too, so wait for the one published here, not merely any.
+    await c.until(() => c.of("state").some((m) => m["state"] === "DEPEG" && m["discount"] === "0.01"), "the published live state");
+    expect(c.of("state").find((m) => m["discount"] === "0.01")).toMatchObject({ type: "state", asset: "USDC", state: "DEPEG" });
+    expect(new Set(c.of("state").map((m) => m["asset"]))).toEqual(new Set(["USDC"])); // only the subscribed asset
     await nc.close();
     c.ws.close();
   });
