@@ -131,6 +131,65 @@ describe("simulatedMarket", () => {
     expect(all.map(sampleToWire)).toEqual(alone.map(sampleToWire));
   });
 
+  it("slices a tick: the same samples in the same order, with the event loop served between slices", async () => {
+    const whole = collect(3, { seed: 4 }).map(sampleToWire);
+    expect(collect(3, { seed: 4, sliceSize: 7 }).map(sampleToWire)).toEqual(whole);
+    // On the real scheduler: how many samples of the first tick were out when a setImmediate queued at its first
+    // sample ran. Unsliced, the whole burst is synchronous; sliced, the check phase comes after the first slice.
+    const seenAtImmediate = async (sliceSize?: number) => {
+      const clock: Clock = { now: () => Date.now(), setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) };
+      let count = 0;
+      const seen = new Promise<number>((resolve) => {
+        const sub = simulatedMarket({ assets: active, seed: 4, clock, incidentEveryMs: 0, tickMs: 60_000, ...(sliceSize === undefined ? {} : { sliceSize }) }).subscribe(() => {
+          if (count++ > 0) return;
+          setImmediate(() => {
+            sub.unsubscribe();
+            resolve(count);
+          });
+        });
+      });
+      return seen;
+    };
+    expect(await seenAtImmediate()).toBe(active.length);
+    expect(await seenAtImmediate(10)).toBe(10);
+    expect(() => simulatedMarket({ assets: active, seed: 1, clock: clockOf(newScheduler()), sliceSize: 0 })).toThrow(RangeError);
+  });
+
+  it("skips a tick when admit() says the consumer is behind, and when the previous tick is still being emitted", async () => {
+    const scheduler = newScheduler();
+    const pick = active.slice(0, 3);
+    const skips: string[] = [];
+    const ts: number[] = [];
+    scheduler.run(() => {
+      let asked = 0;
+      simulatedMarket({ assets: pick, seed: 2, clock: clockOf(scheduler), scheduler, incidentEveryMs: 0, admit: () => asked++ !== 1, onSkip: (why) => skips.push(why) })
+        .pipe(take(3 * pick.length))
+        .subscribe((s) => ts.push(s.ts - T0));
+    });
+    expect(skips).toEqual(["behind"]);
+    expect([...new Set(ts)]).toEqual([0, 2000, 3000]); // the tick at 1 s produced nothing
+    // Real scheduler, one sample per slice (each slice at least a 1 ms timer) and a 5 ms tick: ticks come while the
+    // previous one is still being emitted; they are skipped, and every tick that ran is whole and contiguous.
+    const clock: Clock = { now: () => Date.now(), setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) };
+    const busy: string[] = [];
+    const seen: Sample[] = [];
+    await new Promise<void>((resolve) => {
+      const sub = simulatedMarket({ assets: active.slice(0, 30), seed: 2, clock, incidentEveryMs: 0, tickMs: 5, sliceSize: 1, onSkip: (why) => busy.push(why) }).subscribe((s) => {
+        seen.push(s);
+        if (seen.length === 90) {
+          sub.unsubscribe();
+          resolve();
+        }
+      });
+    });
+    expect(busy.length).toBeGreaterThan(0);
+    expect(new Set(busy)).toEqual(new Set(["busy"]));
+    for (const tick of bursts(seen, 30)) {
+      expect(new Set(tick.map((s) => s.ts)).size).toBe(1);
+      expect(tick.map((s) => s.asset)).toEqual(active.slice(0, 30).map((a) => a.symbol));
+    }
+  });
+
   it("rejects invalid options eagerly", () => {
     const clock = clockOf(newScheduler());
     expect(() => simulatedMarket({ assets: active, seed: 1, clock, tickMs: 0 })).toThrow(RangeError);

@@ -32,16 +32,18 @@ import { sampleProjector, transitionProjector, type ProjectorStats } from "../st
 import { transitionLine } from "../streams/sources/scenario/replay.ts";
 import { simulatedLegs } from "../streams/sources/simulated-market/legs.ts";
 import { simulatedMarket, simulatedSupply } from "../streams/sources/simulated-market/index.ts";
+import { IntakeThrottle } from "../streams/intake-throttle.ts";
 import { isSupplyLeg, SupplyBook } from "../streams/sources/supply.ts";
 import type { SupplyLeg } from "../streams/sources/legs.ts";
-import { PositionsBook, simulatedPositions } from "../streams/positions/index.ts";
 import { Dispatcher, dispatchHandler, openKeyRing, serveKeyAdmin, startDeliveryWorker, type DeliveryWorker, type KeyRing, type Resolve } from "../delivery/index.ts";
 import { openStore, startRetention, type Store } from "../store/index.ts";
 import type { AnchorWorker } from "../anchor/index.ts";
 import { readinessBody } from "../http/routes/health.ts";
 import { startApi, type Api } from "../http/server.ts";
 import type { SecretBox } from "../secret-box.ts";
+import type { statelyInspector } from "./inspect.ts";
 import { openSecretsBox, prepareDataDir } from "./local-state.ts";
+import { positionsBooks } from "./positions-books.ts";
 
 /** A running service: its parts (for tests and stats) and the ordered shutdown. */
 export interface Service {
@@ -92,11 +94,18 @@ export interface ServiceIO {
  * recovered, it resumes where they left off: the clock starts at the oldest recovered instant and each asset only
  * receives samples newer than its own state (re-fed samples would reproduce the same decisions, deduplicated anyway).
  */
+/**
+ * Samples per slice of a simulated tick: about 10 ms of evaluation on the benchmark machine, so the event loop reads
+ * acknowledgements and answers HTTP between slices even when a tick is 10,000 samples.
+ */
+const SIM_SLICE_SIZE = 500;
+
 async function feedFor(
   config: Config,
   catalog: Catalog,
   clock: Clock,
   log: LogFn,
+  throttle: IntakeThrottle,
   resumeAt: ReadonlyMap<string, number>,
   sharedNow?: (first: number) => Promise<number>,
 ): Promise<
@@ -114,7 +123,18 @@ async function feedFor(
     case "sim":
       return {
         clock,
-        feed: simulatedMarket({ assets: catalog.active, seed: config.simSeed, clock, tickMs: config.simTickMs, incidentEveryMs: config.simIncidentEveryMs }),
+        // Ticks in slices (acknowledgements and HTTP are served while a tick of thousands of samples is evaluated),
+        // skipped while the pipeline is behind (IntakeThrottle): the market produces less instead of samples dropping.
+        feed: simulatedMarket({
+          assets: catalog.active,
+          seed: config.simSeed,
+          clock,
+          tickMs: config.simTickMs,
+          incidentEveryMs: config.simIncidentEveryMs,
+          sliceSize: SIM_SLICE_SIZE,
+          admit: () => throttle.admit(),
+          onSkip: (why) => (why === "busy" ? throttle.skip("the previous tick was still being evaluated") : undefined),
+        }),
         supply: simulatedSupply({ assets: catalog.active, seed: config.simSeed, clock }),
       };
     case "scenario": {
@@ -220,29 +240,35 @@ async function openStoreSide(config: Config, catalog: Catalog, secrets: SecretBo
   }
 }
 
+type Inspector = ReturnType<typeof statelyInspector>;
+
+/** INSPECT_PORT only: the Stately inspector bridge every actor streams to (its WebSocket client loaded when asked for). */
+async function openInspector(config: Config, log: LogFn, undo: (() => Promise<void>)[]): Promise<Inspector | null> {
+  if (config.inspectPort === null) return null;
+  const inspector = (await import("./inspect.ts")).statelyInspector(config.inspectPort);
+  undo.push(async () => inspector.stop());
+  log("info", "actors stream to the Stately inspector bridge", { url: `ws://127.0.0.1:${config.inspectPort}` });
+  return inspector;
+}
+
 /**
- * Runs `start` once the service has been ready (`ready()`, asked every `READY_POLL_MS`) for `READY_SETTLE_MS`, or
- * after `maxWaitMs` at the latest. For the advisory positions book: building and loading it is seconds of CPU for
- * thousands of assets, on this thread, and must not hold back recovery, the first samples, their projection or the
- * probes that find the service ready (its routes answer 503 `not_ready` until it lands, as documented). Returns the
- * cancel (for a stop before then).
+ * Runs `start` once the service is ready (`ready()`, asked every `READY_POLL_MS`), or after `maxWaitMs` at the latest.
+ * For the advisory positions: loading them is seconds of CPU for thousands of assets, on this thread, and must not
+ * hold back recovery, the first samples or their projection (the advisory routes answer 503 `not_ready` until they
+ * land, as documented). Returns the cancel (for a stop before then).
  */
 function whenReady(ready: () => Promise<boolean>, clock: Clock, start: () => void, maxWaitMs = POSITIONS_START_MAX_WAIT_MS): () => void {
   const deadline = clock.now() + maxWaitMs;
   let timer: unknown = null;
   let settled = false;
-  const run = () => {
-    timer = null;
-    if (settled) return;
-    settled = true;
-    start();
-  };
   const check = async () => {
     timer = null;
-    if (clock.now() >= deadline) return run();
-    const ok = await ready().catch(() => false);
+    const ok = clock.now() >= deadline || (await ready().catch(() => false));
     if (settled) return;
-    timer = ok ? clock.setTimeout(run, READY_SETTLE_MS) : clock.setTimeout(() => void check(), READY_POLL_MS);
+    if (ok) {
+      settled = true;
+      start();
+    } else timer = clock.setTimeout(() => void check(), READY_POLL_MS);
   };
   void check();
   return () => {
@@ -253,9 +279,8 @@ function whenReady(ready: () => Promise<boolean>, clock: Clock, start: () => voi
 
 /** The longest the positions book waits for the service to be ready before loading anyway (`whenReady`). */
 const POSITIONS_START_MAX_WAIT_MS = 30_000;
-/** How often `whenReady` asks whether the service is ready, and how long it lets the first ready probes be answered. */
+/** How often `whenReady` asks whether the service is ready. */
 const READY_POLL_MS = 250;
-const READY_SETTLE_MS = 1_000;
 
 /**
  * Lets the HTTP listener answer the requests that came in during a long synchronous step of the start (creating or
@@ -275,25 +300,46 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
   const rollback = async () => {
     for (const u of undo.reverse()) await u().catch(() => {});
   };
+  // Opened side by side (below); a start that fails while either is still opening closes it once it has opened.
+  let natsOpening: Promise<NatsLink> | null = null;
+  let storeOpening: ReturnType<typeof openStoreSide> | null = null;
+  let storeOwned = false;
   try {
     // Owner-only DATA_DIR (umask 077 for what PGlite and nats-server create) and the key that seals private keys.
     prepareDataDir(config, log);
     const secrets = openSecretsBox(config, log);
     // The store (open, migrate, the catalog's rows, the signing key) and NATS (server, connection, topology) do not
-    // depend on each other: side by side. A failure of the store's side (a wrong SECRETS_KEY) stops the start at once;
-    // the rollback waits for the NATS side to settle, so nothing it opened is left behind.
-    const natsOpening = openNats(config, log, undo);
-    natsOpening.catch(() => {}); // awaited below
-    let opened: Awaited<ReturnType<typeof openStoreSide>>;
-    try {
-      opened = await openStoreSide(config, catalog, secrets, baseClock);
-    } catch (e) {
-      await natsOpening.catch(() => {});
-      throw e;
-    }
-    const { store, assetsUpserted, keyRing } = opened;
+    // depend on each other: side by side.
+    const natsOpened = openNats(config, log, undo);
+    natsOpening = natsOpened;
+    natsOpened.catch(() => {}); // awaited below
+    const storeOpened = openStoreSide(config, catalog, secrets, baseClock);
+    storeOpening = storeOpened;
+    storeOpened.catch(() => {}); // awaited below
+    // Meanwhile (their work is done by PostgreSQL or PGlite and nats-server): the feed, unless it resumes from what
+    // the recovery reads (a scenario), and the actors on its clock, created cold and restored after the recovery read.
+    // Backpressure on the simulated market (watching the engine link and the projectors once they run).
+    const throttle = new IntakeThrottle({ log });
+    const earlyFeed = config.feed.kind === "scenario" && runsEngine ? null : await feedFor(config, catalog, baseClock, log, throttle, new Map());
+    if (earlyFeed !== null && "error" in earlyFeed) throw new Error(earlyFeed.error);
+    let inspector: Inspector | null = null;
+    const createHost = async (clock: Clock): Promise<ActorHost> => {
+      inspector = await openInspector(config, log, undo);
+      const h = new ActorHost({
+        assets: runsEngine ? catalog.active : [],
+        clock,
+        gitSha: config.gitSha,
+        step: { intrinsicLivenessGate: config.intrinsicLivenessGate },
+        ...(inspector === null ? {} : { inspect: inspector.inspect }),
+      });
+      undo.push(async () => h.stop());
+      return h;
+    };
+    const earlyHost = earlyFeed === null ? null : await createHost(earlyFeed.clock);
+    const { store, assetsUpserted, keyRing } = await storeOpened;
     undo.push(() => store.close());
-    const { nc, servers, embedded, topology } = await natsOpening;
+    storeOwned = true;
+    const { nc, servers, embedded, topology } = await natsOpened;
     // ROLE=engine: assets are leased in PEG_LEASES (src/streams/jetstream/leases.ts), recovered one by one on acquisition.
     const leaseStore = partitioned ? await natsLeaseStore(nc, config.natsReplicas) : null;
 
@@ -329,20 +375,11 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       telegram: config.telegramBotToken !== null,
     });
     // The advisory figures' lending positions: Kamino's obligations when KAMINO_POSITIONS_URL is set, else simulated
-    // (same seed as the simulated market); refreshed every minute, on wall-clock time whatever clock a scenario
-    // replays on. Built and started once the service is ready (whenReady, below); until then the routes answer 503.
-    const kamino = config.kaminoPositionsUrl === null ? null : await import("../streams/positions/kamino.ts");
-    let positions: PositionsBook | null = null;
-    const openPositions = () =>
-      new PositionsBook({
-        sources: [
-          kamino === null || config.kaminoPositionsUrl === null
-            ? simulatedPositions({ assets: catalog.active, seed: config.simSeed })
-            : kamino.kaminoPositions({ baseUrl: config.kaminoPositionsUrl }),
-        ],
-        clock: baseClock,
-        log,
-      });
+    // (same seed as the simulated market), in books of a few hundred assets (positions-books.ts); refreshed every
+    // minute. Loaded once the service is ready (whenReady, below); until then the advisory routes answer 503.
+    const positions = !runsApi
+      ? null
+      : positionsBooks({ assets: catalog.active, seed: config.simSeed, kaminoUrl: config.kaminoPositionsUrl, clock: baseClock, log });
     undo.push(async () => positions?.stop());
 
     // The feed and its clock, from what recovery read: a resumed scenario starts where the recovered actors left off.
@@ -360,6 +397,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
         catalog,
         baseClock,
         log,
+        throttle,
         resumeAt,
         leaseStore === null ? undefined : (first) => sharedScenarioNow(leaseStore.kv, first, baseClock.now(), config.scenarioSpeed),
       );
@@ -368,8 +406,9 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     };
     // The API reads the feed's clock (card staleness, snapshot ages): a scenario's own clock depends on the recovery,
     // so it is chosen before the API starts; simulated and live feeds (and an API process) run on wall-clock time.
-    const early = config.feed.kind === "scenario" && runsEngine ? await choosingFeed() : null;
-    const apiClock = early?.chosen.clock ?? baseClock;
+    const feed = earlyFeed === null ? await choosingFeed() : { recoveryRead: null, chosen: earlyFeed };
+    const host = earlyHost ?? (await createHost(feed.chosen.clock));
+    const apiClock = feed.chosen.clock;
 
     // The engine's parts, once started (the API opens before them).
     let link: EngineLink | null = null;
@@ -392,8 +431,8 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       natsAlive: () => nc.rtt().then(() => true),
       engineAlive: () => (engineSeen === null ? intakeOpen : engineSeen.alive()),
       starting: () => starting,
-      overload: () => link?.overload() ?? null,
-      sampleQueue: () => ({ queued: link?.stats.queuedSamples ?? 0, dropped: link?.stats.droppedSamples ?? 0 }),
+      overload: () => link?.overload() ?? throttle.overload(),
+      sampleQueue: () => ({ queued: link?.stats.queuedSamples ?? 0, dropped: link?.stats.droppedSamples ?? 0, skippedTicks: throttle.skipped }),
       // Pending: acknowledged by this engine (ROLE=all), or seen on PEG_TRANSITIONS by this process's WebSocket feed
       // (any process serving the API, so an API process knows the transitions the engines published).
       pendingAlert: (id) => pending.has(id) || onStream.has(id),
@@ -412,7 +451,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       log,
       webhookKeys: (now) => keyRing.publicList(now),
       webhookDelivery: { test: (hook) => dispatcher.test(hook), replay: (hook, window) => dispatcher.replay(hook, window) },
-      advisory: { snapshot: () => positions?.snapshot() ?? null },
+      ...(positions === null ? {} : { advisory: positions }),
       ...(agentRoutes === null ? {} : { extraRoutes: agentRoutes }),
       ...(testOnly === undefined
         ? {}
@@ -428,29 +467,66 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     const anchorModule = runsEngine ? import("../anchor/start.ts") : null;
     anchorModule?.catch(() => {}); // awaited below
 
-    await requestsAnswered();
-    const { recoveryRead, chosen } = early ?? (await choosingFeed());
-    const clock = chosen.clock;
-
-    // INSPECT_PORT only: the inspector's WebSocket client is loaded when asked for.
-    const inspector = config.inspectPort === null ? null : (await import("./inspect.ts")).statelyInspector(config.inspectPort);
-    if (inspector !== null) {
-      undo.push(async () => inspector.stop());
-      log("info", "actors stream to the Stately inspector bridge", { url: `ws://127.0.0.1:${config.inspectPort}` });
-    }
-    const host = new ActorHost({
-      assets: runsEngine ? catalog.active : [],
-      clock,
-      gitSha: config.gitSha,
-      step: { intrinsicLivenessGate: config.intrinsicLivenessGate },
-      ...(inspector === null ? {} : { inspect: inspector.inspect }),
+    // Webhook delivery: each acked transition is dispatched to the webhooks of its asset, and the worker runs the
+    // attempts from PEG_DELIVERIES. Both consumers are created while recovery runs, and awaited before intake (the
+    // dispatch consumer, when first created, starts from the next transition).
+    const onReject = (why: string) => log("warn", "projector rejected a message", { why });
+    const onError = (e: unknown) => log("warn", "projector batch failed; it will be redelivered", { error: e instanceof Error ? e.message : String(e) });
+    const workerStarting = !runsEngine ? null : startDeliveryWorker({
+      nc,
+      jsm: topology.jsm,
+      db: store.db,
+      keys: keyRing,
+      now: () => baseClock.now(),
+      timeScale: config.webhookTimeScale,
+      log,
+      ...(config.telegramBotToken === null ? {} : { telegram: { apiUrl: config.telegramApiUrl, botToken: config.telegramBotToken } }),
+      allowedPorts: config.webhookAllowedPorts,
+      ...(testOnly?.resolve === undefined ? {} : { resolve: testOnly.resolve }),
+      ...(testOnly === undefined ? {} : { testOnly: { ...(testOnly.ca === undefined ? {} : { ca: testOnly.ca }), allowLoopback: testOnly.allowLoopback === true } }),
     });
-    undo.push(async () => host.stop());
+    // Dispatch is a durable consumer of the transitions (from the next one, when first created): a transition
+    // acknowledged just before a crash is dispatched after the restart, and one dispatched twice changes nothing.
+    const dispatchStarting = !runsEngine
+      ? null
+      : startBatchConsumer(
+          nc,
+          topology.jsm,
+          {
+            stream: TOPOLOGY.transitions.stream,
+            durable: "delivery-dispatch",
+            filterSubject: TOPOLOGY.transitions.subjects,
+            startAt: "new",
+            // Each decision reads the sends decided before it: one transition at a time, in stream order, even when
+            // a crash left one unacknowledged or several engines share the consumer.
+            inOrder: { ackWaitMs: 10_000 },
+            onError,
+          },
+          dispatchHandler(dispatcher, (id) => store.markDispatched(id, baseClock.now()), onReject),
+        );
+    const deliveryStarting = Promise.allSettled([workerStarting, dispatchStarting]);
+    // Key rotation requests (`peg-oracle webhook-keys rotate`) and re-reads after another process rotated.
+    const keyAdmin = serveKeyAdmin(nc, keyRing, () => baseClock.now(), { log });
+    undo.push(() => keyAdmin.stop());
+    let deliveryAwaited = false;
+    undo.push(async () => {
+      // A start that fails before the consumers were awaited stops them once they have started.
+      if (deliveryAwaited) return;
+      for (const r of await deliveryStarting) if (r.status === "fulfilled") await r.value?.stop();
+    });
+
     await requestsAnswered();
+    const recoveryRead = feed.recoveryRead ?? (await recoveryReading);
+    const { chosen } = feed;
+    const clock = chosen.clock;
     // An API process runs no actors and must not answer for them.
     const inspection = runsEngine ? serveMachineInspection(nc, host, { partitioned }) : null;
     undo.push(async () => inspection?.unsubscribe());
-    const engineLink = new EngineLink(host, nc, jetstream(nc), topology, { log });
+    const engineLink = new EngineLink(host, nc, jetstream(nc), topology, {
+      log,
+      // Room for two ticks of every asset: the throttle admits a tick only when the queue can take all of it.
+      maxQueuedSamples: Math.max(10_000, 2 * catalog.active.length),
+    });
     link = engineLink;
     engineLink.start();
     undo.push(() => engineLink.close());
@@ -509,55 +585,61 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       undo.push(() => p.stop());
     }
 
+    // Projectors, retention, anchoring and webhook delivery run with the engines (API processes only read the store).
+    // Several engines share each durable consumer: every message goes to one of them; projection is idempotent. The
+    // projectors start as soon as the catalog's rows are in (the rows they write reference them), side by side with
+    // intake: their durable consumers deliver everything acknowledged since they last ran, whenever they start.
     const projected = {
       transitions: { projected: 0, duplicates: 0, rejected: 0 },
-      samples: { projected: 0, duplicates: 0, rejected: 0 },
+      samples: { projected: 0, duplicates: 0, rejected: 0, stale: 0 },
     };
-    const onReject = (why: string) => log("warn", "projector rejected a message", { why });
+    // The simulated market's next tick waits until the engine link's queue can take a whole tick and (one process
+    // projecting what it publishes, ROLE=all) the sample projector is at most a tick behind.
+    throttle.watch(() => {
+      const s = engineLink.stats;
+      const tick = partition === null ? catalog.active.length : partition.leases.held.size;
+      if (s.queuedSamples + tick > s.maxQueuedSamples) {
+        return `the sample publish queue holds ${s.queuedSamples} of ${s.maxQueuedSamples}, no room for a tick of ${tick}`;
+      }
+      if (partition !== null) return null;
+      const backlog = s.ackedSamples - (projected.samples.projected + projected.samples.duplicates + projected.samples.rejected + projected.samples.stale);
+      return backlog > tick ? `the sample projector is ${backlog} samples behind` : null;
+    });
     // The feed's latest circulating supplies, stamped on each projected snapshot (fed with the intake, below).
     const supplies = new SupplyBook();
-    const onError = (e: unknown) => log("warn", "projector batch failed; it will be redelivered", { error: e instanceof Error ? e.message : String(e) });
-    // Webhook delivery: each acked transition is dispatched to the webhooks of its asset, and the worker runs the
-    // attempts from PEG_DELIVERIES. The worker and the dispatch consumer start side by side, before intake: the
-    // dispatch consumer, when first created, starts from the next transition.
-    starting = "starting webhook delivery";
-    const workerStarting = !runsEngine ? null : startDeliveryWorker({
-      nc,
-      jsm: topology.jsm,
-      db: store.db,
-      keys: keyRing,
-      now: () => baseClock.now(),
-      timeScale: config.webhookTimeScale,
-      log,
-      ...(config.telegramBotToken === null ? {} : { telegram: { apiUrl: config.telegramApiUrl, botToken: config.telegramBotToken } }),
-      allowedPorts: config.webhookAllowedPorts,
-      ...(testOnly?.resolve === undefined ? {} : { resolve: testOnly.resolve }),
-      ...(testOnly === undefined ? {} : { testOnly: { ...(testOnly.ca === undefined ? {} : { ca: testOnly.ca }), allowLoopback: testOnly.allowLoopback === true } }),
-    });
-    workerStarting?.catch(() => {}); // awaited below, with the dispatch consumer
-    // Key rotation requests (`peg-oracle webhook-keys rotate`) and re-reads after another process rotated.
-    const keyAdmin = serveKeyAdmin(nc, keyRing, () => baseClock.now(), { log });
-    undo.push(() => keyAdmin.stop());
-    // Dispatch is a durable consumer of the transitions (from the next one, when first created): a transition
-    // acknowledged just before a crash is dispatched after the restart, and one dispatched twice changes nothing.
-    const dispatchStarting = !runsEngine
-      ? null
-      : startBatchConsumer(
-          nc,
-          topology.jsm,
-          {
-            stream: TOPOLOGY.transitions.stream,
-            durable: "delivery-dispatch",
-            filterSubject: TOPOLOGY.transitions.subjects,
-            startAt: "new",
-            // Each decision reads the sends decided before it: one transition at a time, in stream order, even when
-            // a crash left one unacknowledged or several engines share the consumer.
-            inOrder: { ackWaitMs: 10_000 },
-            onError,
-          },
-          dispatchHandler(dispatcher, (id) => store.markDispatched(id, baseClock.now()), onReject),
+    const projectorsStarting = !runsEngine
+      ? Promise.resolve([])
+      : assetsUpserted.then(() =>
+          Promise.allSettled([
+            startBatchConsumer(
+              nc,
+              topology.jsm,
+              { stream: TOPOLOGY.transitions.stream, durable: "projector-transitions", filterSubject: TOPOLOGY.transitions.subjects, maxBatch: 64, onError },
+              transitionProjector(projectingStore, catalog, projected.transitions, onReject),
+            ),
+            startBatchConsumer(
+              nc,
+              topology.jsm,
+              { stream: TOPOLOGY.samples.stream, durable: "projector-samples", filterSubject: TOPOLOGY.samples.subjects, maxBatch: 512, onError },
+              sampleProjector(store, projected.samples, onReject, (mint) => supplies.wireOf(mint)),
+            ),
+          ]),
         );
-    const [workerStarted, dispatchStarted] = await Promise.allSettled([workerStarting, dispatchStarting]);
+    projectorsStarting.catch(() => {}); // awaited below
+    const consumers: BatchConsumer[] = [];
+    const stopConsumers = async () => {
+      for (const c of consumers) await c.stop();
+    };
+    let projectorsAwaited = false;
+    undo.push(async () => {
+      // A start that fails before the projectors were awaited stops them once they have started.
+      if (projectorsAwaited) return stopConsumers();
+      for (const r of await projectorsStarting.catch(() => [])) if (r.status === "fulfilled") await r.value.stop();
+    });
+
+    starting = "starting webhook delivery";
+    const [workerStarted, dispatchStarted] = await deliveryStarting;
+    deliveryAwaited = true;
     if (workerStarted.status === "fulfilled") undo.push(async () => workerStarted.value?.stop());
     if (dispatchStarted.status === "fulfilled") undo.push(async () => dispatchStarted.value?.stop());
     if (workerStarted.status === "rejected") throw workerStarted.reason;
@@ -578,7 +660,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       log("info", "engine leases", { engine: partition.self, held: partition.leases.held.size, assets: catalog.active.length });
     }
 
-    // Intake, then the projectors (below).
+    // Intake.
     const scenarioTime = config.feed.kind === "scenario";
     if ("start" in chosen) chosen.start?.();
     const intake = chosen.feed.subscribe({
@@ -601,39 +683,15 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     });
     intakeOpen = true;
 
-    // Projectors, retention, anchoring and webhook delivery run with the engines (API processes only read the store).
-    // Several engines share each durable consumer: every message goes to one of them; projection is idempotent. The
-    // projectors start after intake: their durable consumers deliver everything acknowledged since they last ran,
-    // whenever they start, and the rows they write reference the catalog's, whose upsert may still be running.
-    // Meanwhile the engine evaluates the first samples; /readyz waits for the projectors.
+    // /readyz waits for the projectors too.
     starting = "starting projectors";
-    await assetsUpserted;
-    const consumers: BatchConsumer[] = [];
-    const stopConsumers = async () => {
-      for (const c of consumers) await c.stop();
-    };
-    undo.push(stopConsumers);
-    if (runsEngine) {
-      const started = await Promise.all([
-        startBatchConsumer(
-          nc,
-          topology.jsm,
-          { stream: TOPOLOGY.transitions.stream, durable: "projector-transitions", filterSubject: TOPOLOGY.transitions.subjects, maxBatch: 64, onError },
-          transitionProjector(projectingStore, catalog, projected.transitions, onReject),
-        ),
-        startBatchConsumer(
-          nc,
-          topology.jsm,
-          { stream: TOPOLOGY.samples.stream, durable: "projector-samples", filterSubject: TOPOLOGY.samples.subjects, maxBatch: 512, onError },
-          sampleProjector(store, projected.samples, onReject, (mint) => supplies.wireOf(mint)),
-        ),
-      ]);
-      consumers.push(...started);
-    }
+    const projectors = await projectorsStarting;
+    projectorsAwaited = true;
+    for (const r of projectors) if (r.status === "fulfilled") consumers.push(r.value);
+    for (const r of projectors) if (r.status === "rejected") throw r.reason;
     const stopRetention = runsEngine ? startRetention(store, baseClock) : async () => {};
     undo.push(stopRetention);
     starting = null;
-
 
     // On-chain anchoring (methodology section 8): polls the store for receipts to commit, on wall-clock time, and
     // resumes a commit it had sent before a restart; nothing before it waits for it.
@@ -642,6 +700,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
         ? null
         : await (await anchorModule).startAnchoring({ ...config.anchor, rpcUrl: config.sources.solanaRpcUrl, db: store.db, secrets, clock: baseClock, log });
     if (anchor !== null) undo.push(() => anchor.stop());
+
     // An API process has nothing else to do at start: its book loads at once.
     const cancelPositions =
       api === null
@@ -649,10 +708,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
         : whenReady(
             async () => !runsEngine || readinessBody(await api.readModel.readiness()).ok,
             baseClock,
-            () => {
-              positions = openPositions();
-              void positions.start();
-            },
+            () => void positions?.start(),
           );
 
     let stopping: Promise<void> | null = null;
@@ -713,6 +769,8 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
         })()),
     };
   } catch (e) {
+    await natsOpening?.catch(() => {});
+    if (!storeOwned) await (await storeOpening?.catch(() => null))?.store.close().catch(() => {});
     await rollback();
     throw e;
   }

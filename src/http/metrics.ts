@@ -15,6 +15,7 @@ export interface Metrics {
   readonly wsClients: Gauge;
   readonly sampleQueue: Gauge;
   readonly samplesDropped: Counter;
+  readonly ticksSkipped: Counter;
   readonly wsBackpressureCloses: Counter;
   readonly up: Gauge<"dependency">;
 }
@@ -47,6 +48,11 @@ export function createMetrics(): Metrics {
     samplesDropped: new Counter({
       name: "peg_oracle_samples_dropped_total",
       help: "Evaluated samples not recorded in PEG_SAMPLES because the publish queue was full (overload) or the publish failed",
+      registers: [registry],
+    }),
+    ticksSkipped: new Counter({
+      name: "peg_oracle_feed_ticks_skipped_total",
+      help: "Ticks the simulated market skipped because the pipeline was behind (backpressure: those samples were never produced)",
       registers: [registry],
     }),
     wsBackpressureCloses: new Counter({

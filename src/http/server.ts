@@ -46,7 +46,7 @@ export interface ApiDeps {
    */
   readonly overload?: () => string | null;
   /** The engine link's sample publish queue, for /metrics. */
-  readonly sampleQueue?: () => { readonly queued: number; readonly dropped: number };
+  readonly sampleQueue?: () => { readonly queued: number; readonly dropped: number; readonly skippedTicks?: number };
   /** JetStream acknowledged this alert id and the store has not projected it yet. */
   readonly pendingAlert: (id: string) => boolean;
   /** Called with each transition the WebSocket feed reads from PEG_TRANSITIONS (back-fill and live), in order. */
@@ -233,6 +233,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
   });
   const router = new Router([...routes, ...(deps.extraRoutes?.({ routes, readModel, metrics }) ?? [])]);
   let droppedSeen = 0;
+  let skippedSeen = 0;
   const refreshMetrics = async (): Promise<void> => {
     const r = await readiness();
     metrics.up.set({ dependency: "store" }, r.database ? 1 : 0);
@@ -243,6 +244,8 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
       metrics.sampleQueue.set(q.queued);
       metrics.samplesDropped.inc(Math.max(0, q.dropped - droppedSeen));
       droppedSeen = Math.max(droppedSeen, q.dropped);
+      metrics.ticksSkipped.inc(Math.max(0, (q.skippedTicks ?? 0) - skippedSeen));
+      skippedSeen = Math.max(skippedSeen, q.skippedTicks ?? 0);
     }
   };
   const handle = createPipeline({

@@ -84,6 +84,7 @@ export class EngineLink {
   readonly #retryBaseMs: number;
   readonly #clock: Clock;
   #queuedSamples = 0;
+  #ackedSamples = 0;
   #droppedSamples = 0;
   #lastDropAt: number | null = null;
   #lastDropWarnAt = -Infinity;
@@ -117,7 +118,10 @@ export class EngineLink {
       publisher: this.#publisher.stats,
       snapshots: this.#snapshots.stats,
       droppedSamples: this.#droppedSamples,
+      /** Sample publishes JetStream acknowledged (a retried duplicate included, once). */
+      ackedSamples: this.#ackedSamples,
       queuedSamples: this.#queuedSamples,
+      maxQueuedSamples: this.#maxQueued,
       pendingAssets: this.#chains.size,
     };
   }
@@ -171,6 +175,7 @@ export class EngineLink {
     for (let attempt = 1, wait = this.#retryBaseMs; ; attempt++, wait *= 2) {
       try {
         await this.#publisher.publish(subject, payload, msgId);
+        this.#ackedSamples++;
         return;
       } catch {
         if (attempt >= SAMPLE_ATTEMPTS || this.#closed) {

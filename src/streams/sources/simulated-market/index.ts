@@ -4,16 +4,18 @@
  * publishes; `simulatedSupply` adds the circulating supplies.
  *
  * Backpressure policy: the source is a cold, timer-driven Observable. Each subscription builds its own market from
- * the seed and emits a bounded burst per tick: one sample per asset (none for an asset in an `outage` incident),
- * synchronously, in asset order. The feed itself is lossless (it neither buffers nor drops); a consumer must process
- * each burst synchronously (as `ActorHost.ingest` does) or apply its own lossy policy, e.g. latest-wins per asset with
- * `groupBy` + `sampleTime`.
- * With the default asyncScheduler a slow synchronous consumer delays the next tick; missed periods are not queued.
+ * the seed and emits a bounded burst per tick: one sample per asset (none for an asset in an `outage` incident), in
+ * asset order. The feed neither buffers nor drops a sample it has produced. By default a tick's burst is synchronous,
+ * and a consumer must process it synchronously (as `ActorHost.ingest` does). With `sliceSize` the burst is emitted in
+ * slices of that many samples, each after a zero-delay hop on the scheduler, so a consumer's I/O (acknowledgements,
+ * HTTP) is served while thousands of samples of one tick are evaluated. A tick is skipped, not queued, when the
+ * previous tick's slices are still being emitted or when `admit()` says the consumer is behind: the market then
+ * produces fewer samples instead of anyone dropping them (`onSkip` counts it).
  *
  * The price model per class, the incident shapes and the supplies are documented in `model.ts`, `incidents.ts` and
  * `supply.ts`.
  */
-import { asyncScheduler, defer, timer, concatMap, type Observable, type SchedulerLike } from "rxjs";
+import { asyncScheduler, Observable, timer, type SchedulerLike, type Subscription } from "rxjs";
 import type { CatalogAsset } from "../../../catalog/index.ts";
 import type { Clock } from "../../../clock.ts";
 import type { Sample } from "../../../methodology/index.ts";
@@ -48,6 +50,12 @@ export interface SimOptions {
   readonly incidentEveryMs?: number;
   /** Milliseconds per simulated stake/NAV epoch. Default 5 minutes. */
   readonly epochMs?: number;
+  /** Samples per slice of a tick's burst, a positive integer; between slices the feed yields. Default: no slicing. */
+  readonly sliceSize?: number;
+  /** Asked at every tick: false skips it (the consumer is behind). Default: every tick is admitted. */
+  readonly admit?: () => boolean;
+  /** Told each skipped tick, and why: `behind` (`admit()` said no) or `busy` (the previous tick was still emitting). */
+  readonly onSkip?: (why: "behind" | "busy") => void;
 }
 
 /**
@@ -64,10 +72,30 @@ export function simulatedMarket(options: SimOptions): Observable<Sample> {
   };
   // Fail fast on bad options; each subscriber still gets a fresh model below.
   void new SimMarketModel(modelOptions);
+  const sliceSize = options.sliceSize ?? Infinity;
+  if (sliceSize !== Infinity && !(Number.isSafeInteger(sliceSize) && sliceSize > 0)) throw new RangeError("sliceSize must be a positive integer");
   const scheduler = options.scheduler ?? asyncScheduler;
-  const { clock } = options;
-  return defer(() => {
+  const { clock, admit, onSkip } = options;
+  return new Observable<Sample>((subscriber) => {
     const model = new SimMarketModel(modelOptions);
-    return timer(0, modelOptions.tickMs, scheduler).pipe(concatMap(() => model.tick(clock.now())));
+    // The hop to the tick's next slice, while its slices are being emitted.
+    let slicing: Subscription | null = null;
+    const ticks = timer(0, modelOptions.tickMs, scheduler).subscribe(() => {
+      if (slicing !== null) return onSkip?.("busy");
+      if (admit !== undefined && !admit()) return onSkip?.("behind");
+      const samples = model.tick(clock.now());
+      let next = 0;
+      const emitSlice = () => {
+        slicing = null;
+        const end = Math.min(next + sliceSize, samples.length);
+        while (next < end && !subscriber.closed) subscriber.next(samples[next++]!);
+        if (next < samples.length && !subscriber.closed) slicing = scheduler.schedule(emitSlice);
+      };
+      emitSlice();
+    });
+    return () => {
+      ticks.unsubscribe();
+      (slicing as Subscription | null)?.unsubscribe();
+    };
   });
 }
