@@ -98,7 +98,7 @@ export interface AnalysisInput {
   readonly logs: readonly { level: string; msg: string; count: number; last: Record<string, unknown> }[];
 }
 
-/** The engine link's queue bound (`maxQueuedSamples`, default of src/streams/jetstream/engine-link.ts). */
+/** The engine link's default queue bound (`maxQueuedSamples`), for a child that does not report its own. */
 export const QUEUE_CAP = 10_000;
 const MiB = 2 ** 20;
 
@@ -119,8 +119,14 @@ export function analyse(input: AnalysisInput) {
   // Counts. Samples answered `released` came after the cut-off (intake closed); they are not offered load.
   const offered = fs.accepted + fs.skipped + fs.unknown;
   const evaluated = fs.accepted + fs.skipped;
-  const engine = { sample: num(input.closed, "events", "sample"), dwell: num(input.closed, "events", "dwell_timer"), transitions: num(input.closed, "events", "transitions") };
-  const published = engine.sample + engine.dwell;
+  // Published recomputes: the engine link's own count once stopped (every one acknowledged or dropped; the child's
+  // event subscription starts after startService returns, when the first tick's slices may already be out). Dwell
+  // evaluations come late and one at a time: the child's count of them is whole.
+  const dwell = num(input.closed, "events", "dwell_timer");
+  const linkPublished = num(input.stopped, "link", "ackedSamples") + num(input.stopped, "link", "droppedSamples");
+  const published = Number.isFinite(linkPublished) ? linkPublished : num(input.closed, "events", "sample") + dwell;
+  const engine = { sample: published - dwell, dwell, transitions: num(input.closed, "events", "transitions") };
+  const queueCap = Number.isFinite(num(input.stopped, "link", "maxQueuedSamples")) ? num(input.stopped, "link", "maxQueuedSamples") : QUEUE_CAP;
   const sampleRows = input.rowGroups.filter((g) => g.seq === 1).reduce((a, g) => a + g.n, 0);
   const dwellRows = input.rowGroups.filter((g) => g.seq === 0).reduce((a, g) => a + g.n, 0);
   const rows = sampleRows + dwellRows;
@@ -318,7 +324,8 @@ export function analyse(input: AnalysisInput) {
     p50: percentile(queueValues, 50),
     p99: percentile(queueValues, 99),
     max: queueValues.reduce((a, b) => Math.max(a, b), 0),
-    atCapShare: queueValues.length === 0 ? NaN : queueValues.filter((q) => q >= QUEUE_CAP).length / queueValues.length,
+    cap: queueCap,
+    atCapShare: queueValues.length === 0 ? NaN : queueValues.filter((q) => q >= queueCap).length / queueValues.length,
     loopLagP99MaxMs: maxOf(polls.scrapes.filter((s) => s.t >= t0 && s.t <= tCut).map((s) => s.loopLagP99Ms)),
   };
 

@@ -5,7 +5,6 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import type { Analysis } from "./throughput-analysis.ts";
-import { QUEUE_CAP } from "./throughput-analysis.ts";
 import { DOC_PATH, machineDescription, writeSection } from "./report.ts";
 
 const DEFAULTS = { BENCH_ASSETS: 10_000, BENCH_SECONDS: 300, BENCH_TICK_MS: 1000 } as const;
@@ -68,7 +67,7 @@ export function writeThroughputSection(a: Analysis, env: { loadBefore: string; l
     `| samples dropped (\`peg_oracle_samples_dropped_total\`) | ${fmt(n.dropped)} (${pctOf(n.dropped / Math.max(1, n.published))}) | yes: publishes beyond the link's queue dropped${prevNote} |`,
     `| projection lag p50 / p99 / max (sample ts -> raw row committed) | ${ms(lag.p50)} / ${ms(lag.p99)} / ${ms(lag.max)} | the projector lags${prevNote} |`,
     `| \`/readyz\` non-200 polls during intake, after its first 200 | ${fmt(readyz.non200DuringIntake)} of ${fmt(readyz.pollsDuringIntake)} | turns 503${prevNote} |`,
-    `| sample publish queue p50 / max (cap ${fmt(QUEUE_CAP)}) | ${fmt(queue.p50)} / ${fmt(queue.max)} (at the cap on ${pctOf(queue.atCapShare)} of polls) | - |`,
+    `| sample publish queue p50 / max (cap ${fmt(queue.cap)}) | ${fmt(queue.p50)} / ${fmt(queue.max)} (at the cap on ${pctOf(queue.atCapShare)} of polls) | - |`,
     `| service RSS first / last ${fmt(memory.spanS)} s of intake, peak | ${memory.rssFirstMiB.toFixed(0)} / ${memory.rssLastMiB.toFixed(0)} MiB, peak ${memory.rssPeakMiB.toFixed(0)} MiB (${memory.flat === null ? "flatness not judged: under 3 min of intake" : memory.flat ? "flat" : "**growing**"}) | - |`,
   ];
 

@@ -37,12 +37,20 @@ const LENIENT_DECIMAL_TEXT = /^[+-]?\d+(?:\.\d*)?$|^[+-]?\.\d+$/;
  * for anything else, so callers can report the exact offending field.
  */
 export function parseDecimal(text: unknown): Decimal | null {
-  // 34 significant digits with exponents down to -40 fit in about 80 characters; 160 leaves room for large integer
-  // parts while still refusing absurd input before any parsing work.
-  if (typeof text !== "string" || text.length === 0 || text.length > 160) return null;
-  if (!DECIMAL_TEXT.test(text) && !LENIENT_DECIMAL_TEXT.test(text)) return null;
+  if (!isDecimalText(text)) return null;
   const value = new D(text);
   return value.isFinite() ? value : null;
+}
+
+/**
+ * True exactly when `parseDecimal(text)` gives a decimal, without building one (a plain digit string is always
+ * finite): for validating a wire decimal that is passed on as text, as the store does with every row's parameters.
+ */
+export function isDecimalText(text: unknown): text is string {
+  // 34 significant digits with exponents down to -40 fit in about 80 characters; 160 leaves room for large integer
+  // parts while still refusing absurd input before any parsing work.
+  if (typeof text !== "string" || text.length === 0 || text.length > 160) return false;
+  return DECIMAL_TEXT.test(text) || LENIENT_DECIMAL_TEXT.test(text);
 }
 
 /** Exact wire form: plain notation, trailing zeros trimmed, never an exponent, `-0` written as `0`. */

@@ -5,7 +5,7 @@
  */
 export * from "./types.ts";
 export * from "./constants.ts";
-export { D, ZERO, ONE, MIN_EXPONENT, cmp, cmpAbs, parseDecimal, decimalToWire, toD, type Decimal } from "./decimal.ts";
+export { D, ZERO, ONE, MIN_EXPONENT, cmp, cmpAbs, parseDecimal, isDecimalText, decimalToWire, toD, type Decimal } from "./decimal.ts";
 export { parseTimestamp, timestampToWire, type EpochMs } from "./time.ts";
 export {
   rank,

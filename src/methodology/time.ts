@@ -6,14 +6,20 @@ const RFC3339 =
 
 /** RFC 3339 UTC with exactly three fractional digits and `Z`, e.g. `2026-06-12T10:00:00.000Z`. */
 export function timestampToWire(ms: EpochMs): string {
-  // The instants of one tick repeat across every asset's sample, message, snapshot and row: the last one is kept.
-  if (ms === lastWire.ms) return lastWire.text;
+  // A few instants (a tick's, the states' since-instants, the oracles' publish times) repeat across every asset's
+  // sample, message, snapshot and row: the recent ones are kept.
+  const known = wireOf.get(ms);
+  if (known !== undefined) return known;
   if (!Number.isSafeInteger(ms)) throw new RangeError(`not an integer epoch-ms timestamp: ${String(ms)}`);
   const text = new Date(ms).toISOString();
-  lastWire = { ms, text };
+  if (wireOf.size >= MEMO_SIZE) wireOf.clear();
+  wireOf.set(ms, text);
   return text;
 }
-let lastWire: { readonly ms: EpochMs; readonly text: string } = { ms: Number.NaN, text: "" };
+/** Entries of each memo (cleared when full): enough for the instants of a few ticks. */
+const MEMO_SIZE = 256;
+const wireOf = new Map<EpochMs, string>();
+const parsedOf = new Map<string, EpochMs>();
 
 /**
  * Parses an RFC 3339 timestamp (any offset, up to nanosecond digits) to epoch milliseconds. Sub-millisecond digits
@@ -22,6 +28,17 @@ let lastWire: { readonly ms: EpochMs; readonly text: string } = { ms: Number.NaN
  */
 export function parseTimestamp(text: unknown): EpochMs | null {
   if (typeof text !== "string") return null;
+  const known = parsedOf.get(text);
+  if (known !== undefined) return known;
+  const ms = parseRfc3339(text);
+  if (ms !== null) {
+    if (parsedOf.size >= MEMO_SIZE) parsedOf.clear();
+    parsedOf.set(text, ms);
+  }
+  return ms;
+}
+
+function parseRfc3339(text: string): EpochMs | null {
   const m = RFC3339.exec(text);
   if (!m) return null;
   const [, y, mo, d, h, mi, s, frac, zone] = m;

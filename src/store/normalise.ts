@@ -3,7 +3,7 @@
  * PostgreSQL and PGlite alike. Timestamps become epoch-ms numbers, int8 becomes a safe integer, numerics become exact
  * wire decimal strings (never a JS number). Writes go the other way: RFC 3339 strings and wire decimals.
  */
-import { decimalToWire, parseDecimal, timestampToWire, type EpochMs } from "../methodology/index.ts";
+import { decimalToWire, isDecimalText, parseDecimal, timestampToWire, type EpochMs } from "../methodology/index.ts";
 import type { Executor } from "./schema.ts";
 
 /** A value read back that does not have the expected type: a schema or driver bug, never user input. */
@@ -60,8 +60,7 @@ export function toDecimalOrNull(v: unknown, column: string): string | null {
 
 /** A wire decimal parameter, validated before it reaches SQL (so "1e-5" or "NaN" never becomes a numeric). */
 export function decimalParam(v: string, field: string): string {
-  const d = parseDecimal(v);
-  if (d === null) throw new RangeError(`${field} must be a plain decimal string, got ${JSON.stringify(v)}`);
+  if (!isDecimalText(v)) throw new RangeError(`${field} must be a plain decimal string, got ${JSON.stringify(v)}`);
   return v;
 }
 

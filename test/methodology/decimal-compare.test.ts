@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { cmp, cmpAbs, D, MIN_EXPONENT, decimalToWire, parseDecimal } from "../../src/methodology/index.ts";
+import { cmp, cmpAbs, D, MIN_EXPONENT, decimalToWire, isDecimalText, parseDecimal } from "../../src/methodology/index.ts";
 
 const decimalText = fc
   .tuple(fc.boolean(), fc.bigInt({ min: 0n, max: 10n ** 40n }), fc.integer({ min: 0, max: 45 }))
@@ -58,5 +58,11 @@ describe("underflow floor", () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it("isDecimalText accepts exactly what parseDecimal parses", () => {
+    const texts = fc.oneof(decimalText, fc.string({ maxLength: 12 }), fc.constantFrom("1e-5", "NaN", "Infinity", "-0", "+.5", "5.", "", " 1", "1".repeat(161), "0x10"));
+    fc.assert(fc.property(texts, (t) => isDecimalText(t) === (parseDecimal(t) !== null)), { numRuns: 2000 });
+    expect([isDecimalText(1), isDecimalText(null)]).toEqual([false, false]);
   });
 });

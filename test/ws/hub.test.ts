@@ -99,6 +99,35 @@ describe("the hub", () => {
     expect(c.conn.of("state")).toEqual([{ type: "state", seq: 9, asset: "USDC", state: "DRIFT", discount: "0.004", risk_score: expect.any(Number), updated_at: new Date(T0).toISOString() }]);
   });
 
+  it("renders a state only when someone listens to its asset, and still snapshots the latest for a later subscriber", () => {
+    const t = setup();
+    const c = t.open();
+    t.hub.state({ mint: USDC.mint, state: "DRIFT", discount: "0.004", at: T0 });
+    expect(t.hub.stats.statesPublished).toBe(0); // nobody subscribed: not rendered
+    t.send(c, { op: "subscribe", assets: ["USDT"] });
+    t.advance(1000);
+    t.hub.state({ mint: USDC.mint, state: "DRIFT", discount: "0.005", at: T0 + 1 });
+    expect(t.hub.stats.statesPublished).toBe(0); // USDT's listener does not hear USDC
+    t.send(c, { op: "subscribe", assets: ["USDC"] });
+    expect(c.conn.of("snapshot").at(-1)).toMatchObject({ asset: "USDC", discount: "0.005" });
+    t.advance(1000);
+    t.hub.state({ mint: USDC.mint, state: "DRIFT", discount: "0.006", at: T0 + 2 });
+    expect(c.conn.of("state").map((m) => m["discount"])).toEqual(["0.006"]);
+    t.send(c, { op: "unsubscribe", assets: ["USDC"] });
+    t.advance(1000);
+    t.hub.state({ mint: USDC.mint, state: "DRIFT", discount: "0.007", at: T0 + 3 });
+    expect(t.hub.stats.statesPublished).toBe(1);
+    const all = t.open();
+    t.send(all, { op: "subscribe", assets: ["*"] });
+    t.advance(1000);
+    t.hub.state({ mint: USDC.mint, state: "DRIFT", discount: "0.008", at: T0 + 4 });
+    expect(all.conn.of("state").map((m) => m["discount"])).toEqual(["0.008"]);
+    t.hub.disconnect(all.session!);
+    t.advance(1000);
+    t.hub.state({ mint: USDC.mint, state: "DRIFT", discount: "0.009", at: T0 + 5 });
+    expect(t.hub.stats.statesPublished).toBe(2);
+  });
+
   it("an asset never seen is an UNKNOWN snapshot; a snapshot older than 15 minutes collapses to UNKNOWN", () => {
     const t = setup();
     t.hub.seed([{ mint: USDT.mint, state: "PEGGED", discount: "0", at: T0 - 16 * 60_000 }]);

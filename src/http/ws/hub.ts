@@ -124,6 +124,8 @@ export class WsHub {
   readonly #onBackpressureClose: () => void;
   readonly #wall: () => number;
   readonly #sessions = new Set<WsSession>();
+  /** Who listens to states (`#heard`); null after a subscription change, until recounted. */
+  #audience: { readonly all: boolean; readonly mints: ReadonlySet<string> } | null = null;
   readonly #perIp = new Map<string, number>();
   readonly #latest = new Map<string, LiveState>();
   readonly #ring: RingEntry[] = [];
@@ -200,6 +202,7 @@ export class WsHub {
   /** The connection closed (by either side). Idempotent. */
   disconnect(session: WsSession): void {
     if (!this.#sessions.delete(session)) return;
+    this.#audience = null;
     session.closed = true;
     const n = (this.#perIp.get(session.ip) ?? 1) - 1;
     if (n <= 0) this.#perIp.delete(session.ip);
@@ -275,6 +278,7 @@ export class WsHub {
   }
 
   #subscribe(session: WsSession, symbols: readonly string[], sinceSeq: number | null): void {
+    this.#audience = null;
     const want = this.#resolve(symbols);
     const added = new Set<string>();
     if (want.all) {
@@ -317,6 +321,7 @@ export class WsHub {
   }
 
   #unsubscribe(session: WsSession, symbols: readonly string[]): void {
+    this.#audience = null;
     const drop = this.#resolve(symbols);
     if (drop.all) {
       if (session.all) session.conn.unsubscribe(ALL);
@@ -394,6 +399,7 @@ export class WsHub {
     const cur = this.#latest.get(s.mint);
     if (cur !== undefined && cur.at > s.at) return;
     this.#latest.set(s.mint, s);
+    if (!this.#heard(s.mint)) return;
     const now = this.#wall();
     const minGap = 1000 / WS_LIMITS.statesPerSecond;
     const last = this.#lastStateSent.get(s.mint);
@@ -413,7 +419,25 @@ export class WsHub {
     }
   }
 
+  /**
+   * Whether any session listens to this asset's states (subscribed to it or to every asset). Recounted after any
+   * subscription change: a state nobody hears is remembered (for the next subscriber's snapshot) but not rendered.
+   */
+  #heard(mint: string): boolean {
+    if (this.#audience === null) {
+      const mints = new Set<string>();
+      let all = false;
+      for (const session of this.#sessions) {
+        all ||= session.all;
+        for (const m of session.mints) mints.add(m);
+      }
+      this.#audience = { all, mints };
+    }
+    return this.#audience.all || this.#audience.mints.has(mint);
+  }
+
   #publishState(a: CatalogAsset, s: LiveState, now: number): void {
+    if (!this.#heard(s.mint)) return;
     this.#lastStateSent.set(s.mint, now);
     const text = stateMessage(this.#seq, this.#view(a, s));
     this.#transport.publish(assetTopic(s.mint), text);

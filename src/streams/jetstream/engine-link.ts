@@ -9,6 +9,8 @@ import { BoundedPublisher } from "./publisher.ts";
 import { SnapshotWriter } from "./snapshots.ts";
 import { subjects, TOPOLOGY, type Topology } from "./topology.ts";
 
+const utf8 = new TextEncoder();
+
 /** Warnings about dropped samples: at most one per this period. */
 const DROP_WARN_EVERY_MS = 10_000;
 /** `overload()` reports a drop for this long after it. */
@@ -62,7 +64,7 @@ export class EngineLink {
   readonly #js: JetStreamClient;
   readonly #publisher: BoundedPublisher;
   readonly #snapshots: SnapshotWriter<AssetState>;
-  readonly #nc: { publish(subject: string, data: string): void };
+  readonly #nc: { publish(subject: string, data: string | Uint8Array): void };
   readonly #acked = new Subject<AckedTransition>();
   readonly #chains = new Map<string, Promise<void>>();
   readonly #deferred = new Map<string, AssetState>();
@@ -95,7 +97,7 @@ export class EngineLink {
 
   constructor(
     host: ActorHost,
-    nc: { publish(subject: string, data: string): void },
+    nc: { publish(subject: string, data: string | Uint8Array): void },
     js: JetStreamClient,
     topology: Topology,
     options: EngineLinkOptions = {},
@@ -146,7 +148,8 @@ export class EngineLink {
   }
 
   #onState(e: StateEvent): void {
-    const payload = JSON.stringify(sampleMessage(e));
+    // Encoded once for both publishes (and any retry): UTF-8 encoding was a tenth of the link's time.
+    const payload = utf8.encode(JSON.stringify(sampleMessage(e)));
     try {
       this.#nc.publish(subjects.state(e.mint), payload);
     } catch {
@@ -171,7 +174,7 @@ export class EngineLink {
    * Publishes one sample message, retried (same `Nats-Msg-Id`, so a publish that was stored but whose ack was lost
    * is a duplicate, not a second message) up to `SAMPLE_ATTEMPTS` times; only then is it counted as dropped.
    */
-  async #publishSample(subject: string, payload: string, msgId: string): Promise<void> {
+  async #publishSample(subject: string, payload: Uint8Array, msgId: string): Promise<void> {
     for (let attempt = 1, wait = this.#retryBaseMs; ; attempt++, wait *= 2) {
       try {
         await this.#publisher.publish(subject, payload, msgId);
