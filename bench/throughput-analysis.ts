@@ -258,7 +258,8 @@ export function analyse(input: AnalysisInput) {
   const fitted = mem.filter((m) => m.t >= t0 + span);
   const rssFit = fit((fitted.length >= 3 ? fitted : mem).map((m) => [(m.t - t0) / 3_600_000, m.rss / MiB] as const));
   const heapFit = fit((fitted.length >= 3 ? fitted : mem).filter((m) => Number.isFinite(m.heapUsed)).map((m) => [(m.t - t0) / 3_600_000, m.heapUsed / MiB] as const));
-  const rssFirst = rssIn(t0, t0 + span);
+  // The first span is the warm-up (the service's heap and queues filling from rest): flatness compares the second.
+  const rssFirst = rssIn(t0 + span, t0 + 2 * span);
   const rssLast = rssIn(tCut - span, tCut + 1000);
   const growth = rssLast - rssFirst;
   const memory = {
@@ -268,15 +269,15 @@ export function analyse(input: AnalysisInput) {
     rssPeakMiB: mem.reduce((a, m) => Math.max(a, m.rss), 0) / MiB,
     rssSlopeMiBPerHour: rssFit.slope,
     rssR2: rssFit.r2,
-    heapFirstMiB: heapIn(t0, t0 + span) / MiB,
+    heapFirstMiB: heapIn(t0 + span, t0 + 2 * span) / MiB,
     heapLastMiB: heapIn(tCut - span, tCut + 1000) / MiB,
     heapSlopeMiBPerHour: heapFit.slope,
     /**
-     * Flat: the last span's mean RSS at most max(32 MiB, 10 %) above the first span's. Judged only when intake lasted
-     * at least three minutes (null otherwise): before that the young generation (up to three 64 MiB semi-spaces) and
-     * the first ticks' allocations dominate.
+     * Flat: the last span's mean RSS at most max(32 MiB, 10 %) above the second span's (the first is the warm-up: the
+     * young generation, up to three 64 MiB semi-spaces, the queues and the first ticks' allocations). Judged only when
+     * intake lasted at least four minutes (null otherwise).
      */
-    flat: tCut - t0 < 180_000 ? null : Number.isFinite(growth) && growth <= Math.max(32 * MiB, 0.1 * rssFirst),
+    flat: tCut - t0 < 240_000 ? null : Number.isFinite(growth) && growth <= Math.max(32 * MiB, 0.1 * rssFirst),
     series: mem.map((m) => ({ s: Math.round((m.t - t0) / 1000), rssMiB: +(m.rss / MiB).toFixed(1), heapUsedMiB: +(m.heapUsed / MiB).toFixed(1) })),
   };
 

@@ -60,15 +60,15 @@ export function writeThroughputSection(a: Analysis, env: { loadBefore: string; l
 
   const prevNote = issueLoad ? "" : "*";
   const summaryRows = [
-    `| offered, samples/s (intake counter; nominal ${fmt(rates.nominal)}) | ${fmt(rates.offered)} | 10,000 nominal${prevNote} |`,
-    `| **end to end, samples/s committed in PostgreSQL during intake** | **${fmt(rates.committedDuringIntake)}** | 1,385-2,106 (2026-11-24)${prevNote} |`,
+    `| offered, samples/s (intake counter; nominal ${fmt(rates.nominal)}) | ${fmt(rates.offered)} | 4,312 (2026-11-25 22:12, before backpressure)${prevNote} |`,
+    `| **end to end, samples/s committed in PostgreSQL during intake** | **${fmt(rates.committedDuringIntake)}** | 15 (2026-11-25 22:12; 1,385-2,106 on 2026-11-24)${prevNote} |`,
     `| end to end until drained (every row / time to the last commit) | ${fmt(rates.committedUntilDrained)} in ${rates.untilDrainedS.toFixed(1)} s | - |`,
     `| in-process pipeline bench (\`npm run bench:pipeline\`, BENCH_ASSETS=10000) | not measured here | 4,497 (2026-11-25) |`,
-    `| samples dropped (\`peg_oracle_samples_dropped_total\`) | ${fmt(n.dropped)} (${pctOf(n.dropped / Math.max(1, n.published))}) | yes: publishes beyond the link's queue dropped${prevNote} |`,
-    `| projection lag p50 / p99 / max (sample ts -> raw row committed) | ${ms(lag.p50)} / ${ms(lag.p99)} / ${ms(lag.max)} | the projector lags${prevNote} |`,
-    `| \`/readyz\` non-200 polls during intake, after its first 200 | ${fmt(readyz.non200DuringIntake)} of ${fmt(readyz.pollsDuringIntake)} | turns 503${prevNote} |`,
-    `| sample publish queue p50 / max (cap ${fmt(queue.cap)}) | ${fmt(queue.p50)} / ${fmt(queue.max)} (at the cap on ${pctOf(queue.atCapShare)} of polls) | - |`,
-    `| service RSS first / last ${fmt(memory.spanS)} s of intake, peak | ${memory.rssFirstMiB.toFixed(0)} / ${memory.rssLastMiB.toFixed(0)} MiB, peak ${memory.rssPeakMiB.toFixed(0)} MiB (${memory.flat === null ? "flatness not judged: under 3 min of intake" : memory.flat ? "flat" : "**growing**"}) | - |`,
+    `| samples dropped (\`peg_oracle_samples_dropped_total\`) | ${fmt(n.dropped)} (${pctOf(n.dropped / Math.max(1, n.published))}) | 1,296,638 (100 %; 2026-11-25)${prevNote} |`,
+    `| projection lag p50 / p99 / max (sample ts -> raw row committed) | ${ms(lag.p50)} / ${ms(lag.p99)} / ${ms(lag.max)} | 283,739 ms / 369,709 ms / 369,739 ms (2026-11-25)${prevNote} |`,
+    `| \`/readyz\` non-200 polls during intake, after its first 200 | ${fmt(readyz.non200DuringIntake)} of ${fmt(readyz.pollsDuringIntake)} | 0 of 0: never 200 before the cut-off (2026-11-25)${prevNote} |`,
+    `| sample publish queue p50 / max (cap ${fmt(queue.cap)}) | ${fmt(queue.p50)} / ${fmt(queue.max)} (at the cap on ${pctOf(queue.atCapShare)} of polls) | 10,000 / 10,000, cap 10,000, at the cap on 96 % of polls (2026-11-25)${prevNote} |`,
+    `| service RSS ${fmt(memory.spanS)}-${fmt(2 * memory.spanS)} s / last ${fmt(memory.spanS)} s of intake, peak | ${memory.rssFirstMiB.toFixed(0)} / ${memory.rssLastMiB.toFixed(0)} MiB, peak ${memory.rssPeakMiB.toFixed(0)} MiB (${memory.flat === null ? "flatness not judged: under 4 min of intake" : memory.flat ? "flat" : "**growing**"}) | 725 / 1,162 MiB, peak 1,332 MiB, growing (2026-11-25)${prevNote} |`,
   ];
 
   const countRows = [
@@ -165,9 +165,9 @@ Drain: ${checks.drained ? `at rest ${drain.seconds.toFixed(1)} s after the cut-o
 \`samples.ts\`, which includes up to one tick of age): p50 ${ms(a.freshness.p50)}, p99 ${ms(a.freshness.p99)}, max ${ms(a.freshness.max)}.
 Event-loop lag p99 (the service's \`/metrics\`), highest during intake: ${ms(queue.loopLagP99MaxMs)}.
 
-Memory: RSS ${memory.rssFirstMiB.toFixed(0)} MiB (mean of the first ${fmt(memory.spanS)} s) -> ${memory.rssLastMiB.toFixed(0)} MiB (last ${fmt(memory.spanS)} s), peak ${memory.rssPeakMiB.toFixed(0)} MiB,
+Memory: RSS ${memory.rssFirstMiB.toFixed(0)} MiB (mean of ${fmt(memory.spanS)}-${fmt(2 * memory.spanS)} s, after the warm-up) -> ${memory.rssLastMiB.toFixed(0)} MiB (last ${fmt(memory.spanS)} s), peak ${memory.rssPeakMiB.toFixed(0)} MiB,
 slope ${Number.isFinite(memory.rssSlopeMiBPerHour) ? `${memory.rssSlopeMiBPerHour >= 0 ? "+" : ""}${fmt(memory.rssSlopeMiBPerHour)} MiB/hour (r² ${memory.rssR2.toFixed(2)})` : "-"} after the first span; heap used ${memory.heapFirstMiB.toFixed(0)} -> ${memory.heapLastMiB.toFixed(0)} MiB
-(slope ${fmt(memory.heapSlopeMiBPerHour)} MiB/hour). ${memory.flat === null ? "Not judged: under 3 minutes of intake the young generation (up to three 64 MiB semi-spaces) and the first ticks dominate" : memory.flat ? "Flat" : "**Not flat**"} (flat: the last span's mean at most max(32 MiB, 10 %) above the first's, judged from 3 minutes of intake).
+(slope ${fmt(memory.heapSlopeMiBPerHour)} MiB/hour). ${memory.flat === null ? "Not judged: under 4 minutes of intake" : memory.flat ? "Flat" : "**Not flat**"} (flat: the last span's mean at most max(32 MiB, 10 %) above the second span's, the first span being the warm-up in which the young generation (up to three 64 MiB semi-spaces), the queues and the first ticks' allocations fill; judged from 4 minutes of intake).
 
 \`/readyz\`: ${fmt(readyz.non200)} of ${fmt(readyz.polls)} polls not 200 (intake and drain; ${fmt(readyz.non200BeforeFirstReady)} of them before its first 200, while starting)${readyz.firstNon200S === null ? "" : `, the first at +${readyz.firstNon200S.toFixed(0)} s, longest stretch ${readyz.longestNon200S.toFixed(0)} s`}; answer time p99 ${ms(readyz.answerMsP99)}.
 ${reasonLines}
