@@ -1,9 +1,11 @@
 /**
- * Backpressure for a feed that can produce less (the simulated market, a scenario paced in real time): before each
- * tick the feed asks `admit()`, which says no while the pipeline behind the engine is more than about one tick
- * behind (the engine link's sample queue could not take a whole tick, or the sample projector has more than a tick
- * to catch up). A skipped tick is never produced, so nothing downstream drops or queues it; the throttle counts it,
- * warns at most every `WARN_EVERY_MS`, and `overload()` gives `/readyz` the reason for `HOLD_MS` after the last skip.
+ * Backpressure for a feed that can produce less (the simulated market): before each tick the feed asks `admit()`,
+ * which says no while the pipeline behind the engine is more than about one tick behind (the engine link's sample
+ * queue could not take a whole tick, or the sample projector has more than a tick to catch up). A skipped tick is
+ * never produced, so nothing downstream drops or queues it; the throttle counts it and warns at most every
+ * `WARN_EVERY_MS`. `overload()` gives `/readyz` a reason while more than `OVERLOAD_SHARE` of the ticks of the last
+ * `WINDOW_MS` were skipped: a service that skips a tick now and then (a garbage collection, a slower projector batch)
+ * keeps up; one that skips one tick in ten does not.
  *
  * A live feed cannot be told to produce less: its samples still meet the engine link's queue, which drops (and says
  * so) when full.
@@ -12,8 +14,10 @@ import { systemClock, type Clock } from "../clock.ts";
 
 /** Warnings about skipped ticks: at most one per this period. */
 const WARN_EVERY_MS = 10_000;
-/** `overload()` reports a skipped tick for this long after it. */
-const HOLD_MS = 30_000;
+/** `overload()` judges the ticks of this last period... */
+const WINDOW_MS = 30_000;
+/** ...and reports an overload while more than this share of them were skipped. */
+const OVERLOAD_SHARE = 0.1;
 
 export type ThrottleLog = (level: "warn", msg: string, fields?: Record<string, unknown>) => void;
 
@@ -25,8 +29,11 @@ export class IntakeThrottle {
   readonly #clock: Clock;
   readonly #log: ThrottleLog;
   #skipped = 0;
-  #lastSkipAt: number | null = null;
   #lastWhy = "";
+  /** The ticks of the last `WINDOW_MS` (from `#head`): when, and whether skipped. */
+  #ticks: { readonly at: number; readonly skipped: boolean }[] = [];
+  #head = 0;
+  #skippedInWindow = 0;
   #lastWarnAt = -Infinity;
 
   /** `clock`: wall time for the overload report and the warnings (not a scenario's clock). */
@@ -48,7 +55,10 @@ export class IntakeThrottle {
   /** True when the next tick may be produced; false counts a skipped tick (and may warn). */
   admit(): boolean {
     const why = this.#pressure();
-    if (why === null) return true;
+    if (why === null) {
+      this.#record(this.#clock.now(), false);
+      return true;
+    }
     this.skip(why);
     return false;
   }
@@ -57,18 +67,36 @@ export class IntakeThrottle {
   skip(why: string): void {
     const now = this.#clock.now();
     this.#skipped++;
-    this.#lastSkipAt = now;
     this.#lastWhy = why;
+    this.#record(now, true);
     if (now - this.#lastWarnAt >= WARN_EVERY_MS) {
       this.#lastWarnAt = now;
       this.#log("warn", "overloaded: the feed is throttled, ticks are skipped", { why, skipped_total: this.#skipped });
     }
   }
 
-  /** Why the intake is throttled (a tick was skipped within the last `HOLD_MS`), or null. */
+  /** Why the intake is throttled (more than `OVERLOAD_SHARE` of the last `WINDOW_MS`'s ticks skipped), or null. */
   overload(now = this.#clock.now()): string | null {
-    if (this.#lastSkipAt === null || now - this.#lastSkipAt > HOLD_MS) return null;
-    const ago = Math.max(0, Math.round((now - this.#lastSkipAt) / 1000));
-    return `overloaded: the feed is throttled, ${this.#skipped} ticks skipped since start, the last ${ago} s ago (${this.#lastWhy})`;
+    this.#prune(now);
+    const ticks = this.#ticks.length - this.#head;
+    if (ticks === 0 || this.#skippedInWindow <= OVERLOAD_SHARE * ticks) return null;
+    return `overloaded: the feed is throttled, ${this.#skippedInWindow} of the last ${WINDOW_MS / 1000} s's ${ticks} ticks skipped (${this.#lastWhy})`;
+  }
+
+  #record(at: number, skipped: boolean): void {
+    this.#ticks.push({ at, skipped });
+    if (skipped) this.#skippedInWindow++;
+    this.#prune(at);
+  }
+
+  #prune(now: number): void {
+    while (this.#head < this.#ticks.length && this.#ticks[this.#head]!.at <= now - WINDOW_MS) {
+      if (this.#ticks[this.#head]!.skipped) this.#skippedInWindow--;
+      this.#head++;
+    }
+    if (this.#head > 1024 && this.#head * 2 > this.#ticks.length) {
+      this.#ticks = this.#ticks.slice(this.#head);
+      this.#head = 0;
+    }
   }
 }
