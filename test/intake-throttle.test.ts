@@ -31,19 +31,30 @@ describe("IntakeThrottle", () => {
   it("reports an overload while more than a tenth of the last 30 s's ticks were skipped, and not for a rare skip", () => {
     const clock = new SimulatedClock(T0);
     const t = new IntakeThrottle({ clock });
-    let why: string | null = null;
+    let why: string | null = "the sample projector is 9000 samples behind";
     t.watch(() => why);
+    // Right after a start: one skip among the first three ticks is not an overload; two are.
+    t.admit();
+    why = null;
+    t.admit();
+    t.admit();
+    expect(t.overload()).toBeNull();
+    why = "the sample projector is 9000 samples behind";
+    t.admit();
+    expect(t.overload()).toMatch(/, 2 of the last 30 s's 4 ticks skipped/);
+    clock.set(T0 + 31_000);
+    why = null;
     // One tick a second; one skipped in twenty: keeping up.
     for (let i = 0; i < 60; i++) {
-      clock.set(T0 + i * 1000);
+      clock.set(T0 + 31_000 + i * 1000);
       why = i % 20 === 10 ? "the sample projector is 12000 samples behind" : null;
       t.admit();
     }
-    expect(t.skipped).toBe(3);
+    expect(t.skipped).toBe(5);
     expect(t.overload()).toBeNull();
     // Then one in three for 30 s: overloaded, with the count over the window and the last reason.
     for (let i = 60; i < 90; i++) {
-      clock.set(T0 + i * 1000);
+      clock.set(T0 + 31_000 + i * 1000);
       why = i % 3 === 0 ? "the sample publish queue holds 15000 of 20000, no room for a tick of 10000" : null;
       t.admit();
     }
@@ -53,7 +64,7 @@ describe("IntakeThrottle", () => {
     // Admitted ticks only, and the window moves past the skips.
     why = null;
     for (let i = 90; i < 120; i++) {
-      clock.set(T0 + i * 1000);
+      clock.set(T0 + 31_000 + i * 1000);
       t.admit();
       if (i === 95) expect(t.overload()).toMatch(/, 8 of the last 30 s.s 30 ticks skipped/); // 66, 69, ..., 87 still in the window
     }

@@ -16,8 +16,10 @@ import { systemClock, type Clock } from "../clock.ts";
 const WARN_EVERY_MS = 10_000;
 /** `overload()` judges the ticks of this last period... */
 const WINDOW_MS = 30_000;
-/** ...and reports an overload while more than this share of them were skipped. */
+/** ...and reports an overload while more than this share of them were skipped... */
 const OVERLOAD_SHARE = 0.1;
+/** ...counting at least this many ticks (one skip among the first few ticks after a start is not an overload). */
+const MIN_TICKS = 10;
 
 export type ThrottleLog = (level: "warn", msg: string, fields?: Record<string, unknown>) => void;
 
@@ -75,11 +77,14 @@ export class IntakeThrottle {
     }
   }
 
-  /** Why the intake is throttled (more than `OVERLOAD_SHARE` of the last `WINDOW_MS`'s ticks skipped), or null. */
+  /**
+   * Why the intake is throttled (more than `OVERLOAD_SHARE` of the last `WINDOW_MS`'s ticks, and of `MIN_TICKS`,
+   * skipped), or null.
+   */
   overload(now = this.#clock.now()): string | null {
     this.#prune(now);
     const ticks = this.#ticks.length - this.#head;
-    if (ticks === 0 || this.#skippedInWindow <= OVERLOAD_SHARE * ticks) return null;
+    if (this.#skippedInWindow <= OVERLOAD_SHARE * Math.max(ticks, MIN_TICKS)) return null;
     return `overloaded: the feed is throttled, ${this.#skippedInWindow} of the last ${WINDOW_MS / 1000} s's ${ticks} ticks skipped (${this.#lastWhy})`;
   }
 
