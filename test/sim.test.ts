@@ -190,6 +190,34 @@ describe("simulatedMarket", () => {
     }
   });
 
+  it("runs a tick that came due during a slow tick right after it, at its own instant, instead of waiting", async () => {
+    // 120 slices of one sample, each after a timer hop of at least 1 ms: a tick outlasts the 100 ms period.
+    const clock: Clock = { now: () => Date.now(), setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) };
+    const pick = [...active, ...active].slice(0, 120).map((a, i) => (i < active.length ? a : { ...a, symbol: `${a.symbol}.2`, mint: `${a.mint}2` }));
+    const firstAt: number[] = [];
+    const lastAt: number[] = [];
+    const ts: number[] = [];
+    await new Promise<void>((resolve) => {
+      let n = 0;
+      const sub = simulatedMarket({ assets: pick, seed: 2, clock, incidentEveryMs: 0, tickMs: 100, sliceSize: 1 }).subscribe((s) => {
+        const i = n % pick.length;
+        if (i === 0) {
+          firstAt.push(performance.now());
+          ts.push(s.ts);
+        }
+        if (i === pick.length - 1) lastAt.push(performance.now());
+        if (++n === 6 * pick.length) {
+          sub.unsubscribe();
+          resolve();
+        }
+      });
+    });
+    const gaps = firstAt.slice(1).map((t, i) => t - lastAt[i]!);
+    expect(lastAt[0]! - firstAt[0]!).toBeGreaterThan(100); // each tick is slow...
+    expect(Math.max(...gaps)).toBeLessThan(40); // ...and the next one starts right after it, not at the next period
+    expect(ts.slice(1).every((t, i) => t > ts[i]!)).toBe(true); // each stamped when it ran
+  });
+
   it("rejects invalid options eagerly", () => {
     const clock = clockOf(newScheduler());
     expect(() => simulatedMarket({ assets: active, seed: 1, clock, tickMs: 0 })).toThrow(RangeError);

@@ -44,6 +44,7 @@ import type { SecretBox } from "../secret-box.ts";
 import type { statelyInspector } from "./inspect.ts";
 import { openSecretsBox, prepareDataDir } from "./local-state.ts";
 import { positionsBooks } from "./positions-books.ts";
+import { startSampleProjectorThread, type SampleProjectorThread } from "./sample-projector-thread.ts";
 
 /** A running service: its parts (for tests and stats) and the ordered shutdown. */
 export interface Service {
@@ -524,6 +525,8 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     undo.push(async () => inspection?.unsubscribe());
     const engineLink = new EngineLink(host, nc, jetstream(nc), topology, {
       log,
+      // Publishes awaiting their ack: at about 30 ms per ack on a busy machine, 256 capped the samples near 8,000/s.
+      window: 1024,
       // Room for two ticks of every asset: the throttle admits a tick only when the queue can take all of it.
       maxQueuedSamples: Math.max(10_000, 2 * catalog.active.length),
     });
@@ -607,6 +610,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     });
     // The feed's latest circulating supplies, stamped on each projected snapshot (fed with the intake, below).
     const supplies = new SupplyBook();
+    let sampleThread: SampleProjectorThread | null = null;
     const projectorsStarting = !runsEngine
       ? Promise.resolve([])
       : assetsUpserted.then(() =>
@@ -617,12 +621,19 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
               { stream: TOPOLOGY.transitions.stream, durable: "projector-transitions", filterSubject: TOPOLOGY.transitions.subjects, maxBatch: 64, onError },
               transitionProjector(projectingStore, catalog, projected.transitions, onReject),
             ),
-            startBatchConsumer(
-              nc,
-              topology.jsm,
-              { stream: TOPOLOGY.samples.stream, durable: "projector-samples", filterSubject: TOPOLOGY.samples.subjects, maxBatch: 512, onError },
-              sampleProjector(store, projected.samples, onReject, (mint) => supplies.wireOf(mint)),
-            ),
+            // With PostgreSQL the sample projector runs on a thread of its own (sample-projector-thread.ts); PGlite
+            // lives in this thread, and so does its projector.
+            config.database.kind === "postgres"
+              ? startSampleProjectorThread({ data: { servers, databaseUrl: config.database.url }, stats: projected.samples, log }).then((t) => {
+                  sampleThread = t;
+                  return t;
+                })
+              : startBatchConsumer(
+                  nc,
+                  topology.jsm,
+                  { stream: TOPOLOGY.samples.stream, durable: "projector-samples", filterSubject: TOPOLOGY.samples.subjects, maxBatch: 512, onError },
+                  sampleProjector(store, projected.samples, onReject, (mint) => supplies.wireOf(mint)),
+                ),
           ]),
         );
     projectorsStarting.catch(() => {}); // awaited below
@@ -674,7 +685,10 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       complete: () => (partitioned ? log("info", "feed completed; still serving leases") : io.onFeedEnd?.(null)),
     });
     const supplyIntake = chosen.supply?.subscribe({
-      next: (leg) => supplies.record(leg),
+      next: (leg) => {
+        supplies.record(leg);
+        sampleThread?.supply(leg.mint, supplies.wireOf(leg.mint));
+      },
       error: (e: unknown) => log("warn", "supply source failed; cards keep the last stored supply", { error: e instanceof Error ? e.message : String(e) }),
     });
     undo.push(async () => {

@@ -8,9 +8,10 @@
  * asset order. The feed neither buffers nor drops a sample it has produced. By default a tick's burst is synchronous,
  * and a consumer must process it synchronously (as `ActorHost.ingest` does). With `sliceSize` the burst is emitted in
  * slices of that many samples, each after a zero-delay hop on the scheduler, so a consumer's I/O (acknowledgements,
- * HTTP) is served while thousands of samples of one tick are evaluated. A tick is skipped, not queued, when the
- * previous tick's slices are still being emitted or when `admit()` says the consumer is behind: the market then
- * produces fewer samples instead of anyone dropping them (`onSkip` counts it).
+ * HTTP) is served while thousands of samples of one tick are evaluated. A tick that comes due while the previous
+ * one's slices are still being emitted runs right after them (at its own, later instant); a second one meanwhile is
+ * skipped, not queued, and so is a tick when `admit()` says the consumer is behind: the market then produces fewer
+ * samples instead of anyone dropping them (`onSkip` counts it).
  *
  * The price model per class, the incident shapes and the supplies are documented in `model.ts`, `incidents.ts` and
  * `supply.ts`.
@@ -54,7 +55,7 @@ export interface SimOptions {
   readonly sliceSize?: number;
   /** Asked at every tick: false skips it (the consumer is behind). Default: every tick is admitted. */
   readonly admit?: () => boolean;
-  /** Told each skipped tick, and why: `behind` (`admit()` said no) or `busy` (the previous tick was still emitting). */
+  /** Told each skipped tick, and why: `behind` (`admit()` said no) or `busy` (a late tick was already waiting). */
   readonly onSkip?: (why: "behind" | "busy") => void;
 }
 
@@ -78,10 +79,11 @@ export function simulatedMarket(options: SimOptions): Observable<Sample> {
   const { clock, admit, onSkip } = options;
   return new Observable<Sample>((subscriber) => {
     const model = new SimMarketModel(modelOptions);
-    // The hop to the tick's next slice, while its slices are being emitted.
+    // The hop to the tick's next slice (or to a tick that came due meanwhile), while a tick's slices are emitted.
     let slicing: Subscription | null = null;
-    const ticks = timer(0, modelOptions.tickMs, scheduler).subscribe(() => {
-      if (slicing !== null) return onSkip?.("busy");
+    // A tick came due while the previous one was still being emitted: it runs right after, at its own instant.
+    let late = false;
+    const runTick = () => {
       if (admit !== undefined && !admit()) return onSkip?.("behind");
       const samples = model.tick(clock.now());
       let next = 0;
@@ -89,9 +91,23 @@ export function simulatedMarket(options: SimOptions): Observable<Sample> {
         slicing = null;
         const end = Math.min(next + sliceSize, samples.length);
         while (next < end && !subscriber.closed) subscriber.next(samples[next++]!);
-        if (next < samples.length && !subscriber.closed) slicing = scheduler.schedule(emitSlice);
+        if (subscriber.closed) return;
+        if (next < samples.length) slicing = scheduler.schedule(emitSlice);
+        else if (late) {
+          late = false;
+          slicing = scheduler.schedule(() => {
+            slicing = null;
+            runTick();
+          });
+        }
       };
       emitSlice();
+    };
+    // One late tick at most: a second one due while a tick is still emitted is skipped.
+    const ticks = timer(0, modelOptions.tickMs, scheduler).subscribe(() => {
+      if (slicing === null) return runTick();
+      if (late) return onSkip?.("busy");
+      late = true;
     });
     return () => {
       ticks.unsubscribe();
