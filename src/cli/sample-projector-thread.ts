@@ -19,7 +19,10 @@ export interface ThreadData {
   readonly databaseUrl: string;
 }
 
-export type ToThread = { readonly type: "supplies"; readonly supplies: readonly (readonly [string, string | null])[] } | { readonly type: "stop" };
+export type ToThread =
+  | { readonly type: "start"; readonly data: ThreadData }
+  | { readonly type: "supplies"; readonly supplies: readonly (readonly [string, string | null])[] }
+  | { readonly type: "stop" };
 
 export type FromThread =
   | { readonly type: "started" }
@@ -38,12 +41,43 @@ export interface SampleProjectorThread extends BatchConsumer {
   supply(mint: string, wire: string | null): void;
 }
 
-/**
- * Starts the thread and resolves once its consumer runs; rejects (the thread terminated) when it cannot connect or
- * create the consumer. `stats` is updated in place, like the in-thread projector's.
- */
-export async function startSampleProjectorThread(opts: { readonly data: ThreadData; readonly stats: ProjectorStats; readonly log: LogFn }): Promise<SampleProjectorThread> {
-  const worker = new Worker(new URL("./sample-projector-worker.mjs", import.meta.url), { workerData: opts.data });
+/** A spawned thread, loading its modules, not started yet. */
+export interface SpawnedProjectorThread {
+  /**
+   * Starts the projector and resolves once its consumer runs; rejects (the thread terminated) when it cannot connect
+   * or create the consumer. `stats` is updated in place, like the in-thread projector's. Once only.
+   */
+  start(opts: { readonly data: ThreadData; readonly stats: ProjectorStats; readonly log: LogFn }): Promise<SampleProjectorThread>;
+  /** Ends the thread at once (a start that failed before `start`, or its rollback). Idempotent. */
+  terminate(): Promise<void>;
+}
+
+/** Spawns the thread: its modules (tsx, Kysely, pg, the NATS client) load while the caller opens what it needs. */
+export function spawnSampleProjectorThread(): SpawnedProjectorThread {
+  const worker = new Worker(new URL("./sample-projector-worker.mjs", import.meta.url));
+  // Until `start`, an error only ends the thread; `start` reports it.
+  let early: Error | null = null;
+  const onEarly = (e: Error) => (early ??= e);
+  worker.on("error", onEarly);
+  return {
+    start: (opts) => {
+      worker.off("error", onEarly);
+      if (early !== null) return Promise.reject(new Error(`the sample projector's thread did not start: ${early.message}`));
+      worker.postMessage({ type: "start", data: opts.data } satisfies ToThread);
+      return attach(worker, opts);
+    },
+    terminate: async () => {
+      await worker.terminate();
+    },
+  };
+}
+
+/** Spawns and starts the thread (`spawnSampleProjectorThread` then `start`). */
+export function startSampleProjectorThread(opts: { readonly data: ThreadData; readonly stats: ProjectorStats; readonly log: LogFn }): Promise<SampleProjectorThread> {
+  return spawnSampleProjectorThread().start(opts);
+}
+
+async function attach(worker: Worker, opts: { readonly stats: ProjectorStats; readonly log: LogFn }): Promise<SampleProjectorThread> {
   const counts = { batches: 0, messages: 0, failures: 0 };
   const mirror = (s: ProjectorStats) => {
     counts.messages = s.projected + s.duplicates + s.rejected + (s.stale ?? 0);

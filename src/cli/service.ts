@@ -44,7 +44,7 @@ import type { SecretBox } from "../secret-box.ts";
 import type { statelyInspector } from "./inspect.ts";
 import { openSecretsBox, prepareDataDir } from "./local-state.ts";
 import { positionsBooks } from "./positions-books.ts";
-import { startSampleProjectorThread, type SampleProjectorThread } from "./sample-projector-thread.ts";
+import { spawnSampleProjectorThread, type SampleProjectorThread } from "./sample-projector-thread.ts";
 
 /** A running service: its parts (for tests and stats) and the ordered shutdown. */
 export interface Service {
@@ -463,6 +463,10 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       log("info", "http listening", { host: config.host, port: api.port });
       log("info", "metrics listening", { host: config.metricsHost, port: api.metricsPort });
     }
+    // With PostgreSQL the sample projector runs on a thread of its own, spawned once HTTP answers (its module loading
+    // would compete with the listener's start for the CPU) and loading its modules while recovery runs.
+    const projectorThread = runsEngine && config.database.kind === "postgres" ? spawnSampleProjectorThread() : null;
+    if (projectorThread !== null) undo.push(() => projectorThread.terminate());
 
     // On-chain anchoring's module (its Solana client) loads while recovery runs; the worker starts after intake.
     const anchorModule = runsEngine ? import("../anchor/start.ts") : null;
@@ -623,8 +627,8 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
             ),
             // With PostgreSQL the sample projector runs on a thread of its own (sample-projector-thread.ts); PGlite
             // lives in this thread, and so does its projector.
-            config.database.kind === "postgres"
-              ? startSampleProjectorThread({ data: { servers, databaseUrl: config.database.url }, stats: projected.samples, log }).then((t) => {
+            projectorThread !== null && config.database.kind === "postgres"
+              ? projectorThread.start({ data: { servers, databaseUrl: config.database.url }, stats: projected.samples, log }).then((t) => {
                   sampleThread = t;
                   return t;
                 })
