@@ -5,45 +5,36 @@
  * ends the thread, and a thread that cannot reach its database fails its start instead of running half-open.
  */
 import { jetstream } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ActorHost } from "../../src/actors/index.ts";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { startSampleProjectorThread } from "../../src/cli/sample-projector-thread.ts";
-import { SimulatedClock, systemClock } from "../../src/clock.ts";
+import { SimulatedClock } from "../../src/clock.ts";
 import { D, type Sample } from "../../src/methodology/index.ts";
-import { EngineLink, ensureTopology, TOPOLOGY, type Topology } from "../../src/streams/jetstream/index.ts";
+import { EngineLink, TOPOLOGY, type Topology } from "../../src/streams/jetstream/index.ts";
 import type { ProjectorStats } from "../../src/streams/projector/projector.ts";
-import { openStore, type Store } from "../../src/store/index.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
+import type { Store } from "../../src/store/index.ts";
 import { waitFor } from "../support/ports.ts";
-import { startPostgres, type TestPostgres } from "../support/postgres.ts";
+import { startPipeline, type TestPipeline } from "../support/pipeline.ts";
 
 const catalog = loadShippedCatalog();
 const assets = catalog.active.filter((a) => a.intrinsic.kind === "fixed_1_usd").slice(0, 12);
 const ROUNDS = 40;
 
-let nats: TestNats;
-let pg: TestPostgres;
+let pipeline: TestPipeline;
 let nc: NatsConnection;
 let topology: Topology;
 let store: Store;
-let url: string;
 
 beforeAll(async () => {
-  [nats, pg] = await Promise.all([startNats(), startPostgres()]);
-  nc = await connect({ servers: nats.url, noAsyncTraces: true });
-  topology = await ensureTopology(nc);
-  url = await pg.createDatabase();
-  store = await openStore({ kind: "postgres", url, max: 2 }, systemClock);
-  await store.upsertAssets(catalog.active);
+  pipeline = await startPipeline(catalog, 2);
+  ({ nc, topology, store } = pipeline);
 }, 60_000);
 
 afterAll(async () => {
-  await store?.close();
-  await nc?.close();
-  await Promise.all([nats?.dispose(), pg?.dispose()]);
+  await pipeline?.dispose();
 });
 
 const sampleOf = (symbol: string, round: number, ts: number): Sample => ({
@@ -62,7 +53,7 @@ describe("the sample projector's thread", () => {
   it("projects every published sample once, reports its counts and stamps the supplies it was sent", async () => {
     const stats: ProjectorStats = { projected: 0, duplicates: 0, rejected: 0, stale: 0 };
     const logs: string[] = [];
-    const thread = await startSampleProjectorThread({ data: { servers: [nats.url], databaseUrl: url }, stats, log: (_l, msg) => logs.push(msg) });
+    const thread = await startSampleProjectorThread({ data: { servers: [pipeline.nats.url], databaseUrl: pipeline.databaseUrl }, stats, log: (_l, msg) => logs.push(msg) });
     const supplied = assets[0]!;
     thread.supply(supplied.mint, "123456789.5");
     await new Promise((r) => setTimeout(r, 400)); // the supplies reach the thread before the samples do
@@ -109,7 +100,7 @@ describe("the sample projector's thread", () => {
   it("fails its start when its database cannot be reached, and leaves no thread running", async () => {
     const stats: ProjectorStats = { projected: 0, duplicates: 0, rejected: 0, stale: 0 };
     await expect(
-      startSampleProjectorThread({ data: { servers: [nats.url], databaseUrl: "postgres://127.0.0.1:1/none" }, stats, log: () => {} }),
+      startSampleProjectorThread({ data: { servers: [pipeline.nats.url], databaseUrl: "postgres://127.0.0.1:1/none" }, stats, log: () => {} }),
     ).rejects.toThrow(/the sample projector's thread did not start: .*ECONNREFUSED|connect/);
   }, 60_000);
 });

@@ -7,19 +7,18 @@
  * dropped, none twice.
  */
 import { jetstream } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ActorHost } from "../../src/actors/index.ts";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import { SimulatedClock, systemClock } from "../../src/clock.ts";
+import { SimulatedClock } from "../../src/clock.ts";
 import { D, type Sample } from "../../src/methodology/index.ts";
-import { EngineLink, ensureTopology, startBatchConsumer, TOPOLOGY, type BatchConsumer, type Topology } from "../../src/streams/jetstream/index.ts";
+import { EngineLink, startBatchConsumer, TOPOLOGY, type BatchConsumer, type Topology } from "../../src/streams/jetstream/index.ts";
 import { sampleProjector, transitionProjector, type ProjectorStats } from "../../src/streams/projector/projector.ts";
-import { openStore, type Store } from "../../src/store/index.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
+import type { Store } from "../../src/store/index.ts";
 import { waitFor } from "../support/ports.ts";
-import { startPostgres, type TestPostgres } from "../support/postgres.ts";
+import { startPipeline, type TestPipeline } from "../support/pipeline.ts";
 
 const catalog = loadShippedCatalog();
 /** USD-pegged assets with a fixed intrinsic value: a market price alone moves them. */
@@ -28,24 +27,18 @@ const ROUNDS = 300;
 /** One round of every asset each 15 ms of wall time: about 65 rounds a second, sustained for about 5 s. */
 const ROUND_MS = 15;
 
-let nats: TestNats;
-let pg: TestPostgres;
+let pipeline: TestPipeline;
 let nc: NatsConnection;
 let topology: Topology;
 let store: Store;
 
 beforeAll(async () => {
-  [nats, pg] = await Promise.all([startNats(), startPostgres()]);
-  nc = await connect({ servers: nats.url, noAsyncTraces: true });
-  topology = await ensureTopology(nc);
-  store = await openStore({ kind: "postgres", url: await pg.createDatabase(), max: 4 }, systemClock);
-  await store.upsertAssets(catalog.active);
+  pipeline = await startPipeline(catalog, 4);
+  ({ nc, topology, store } = pipeline);
 }, 60_000);
 
 afterAll(async () => {
-  await store?.close();
-  await nc?.close();
-  await Promise.all([nats?.dispose(), pg?.dispose()]);
+  await pipeline?.dispose();
 });
 
 /** A price path per asset: near par, then a 300 bps discount for a while (escalations and relaxations). */
