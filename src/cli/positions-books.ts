@@ -1,16 +1,17 @@
 /**
  * The advisory figures' lending positions as the service runs them: Kamino's obligations in one book (one API read),
  * or the simulated positions in one `PositionsBook` per slice of `ASSETS_PER_BOOK` assets. A book's refresh is
- * synchronous CPU on this thread, about half a millisecond per asset: one book of 10,000 assets froze the event loop
+ * synchronous CPU on this thread (when it also computed every figure, about half a millisecond per asset): one book of 10,000 assets froze the event loop
  * for seconds at start and every minute after (HTTP requests, NATS acknowledgements and timers waiting behind it, long
  * enough for JetStream requests to time out). The simulated book is a function of the seed, each mint and the epoch,
  * so its slices hold exactly the single book's positions; each slice's freeze stays near a tenth of a second. The
  * slices load one after the other, yielding to I/O between them, so their minutely refreshes stay staggered too.
  *
  * The reader's snapshot is null until every book has loaded (the routes answer 503 `not_ready` meanwhile), then the
- * union of the books' exposures (mints are disjoint across slices), `updatedAt` the oldest book's.
+ * union of the books' exposures (mints are disjoint across slices), `updatedAt` the oldest book's. A refresh only reads
+ * and groups positions: each asset's figures are computed when a route first asks for them (`loopExposureByMint`).
  */
-import type { ExposureReader, ExposureSnapshot, LoopExposure } from "../advisory/index.ts";
+import type { ExposureLookup, ExposureReader, ExposureSnapshot } from "../advisory/index.ts";
 import type { CatalogAsset } from "../catalog/index.ts";
 import type { Clock } from "../clock.ts";
 import { kaminoPositions, PositionsBook, simulatedPositions, type PositionSource, type PositionsLog } from "../streams/positions/index.ts";
@@ -69,8 +70,10 @@ export function positionsBooks(opts: PositionsBooksOptions): PositionsBooks {
       }
       if (parts.length === 1) return parts[0]!;
       if (merged === null || parts.some((p, i) => p !== merged!.parts[i])) {
-        const byMint = new Map<string, LoopExposure>();
-        for (const p of parts) for (const [mint, e] of p.byMint) byMint.set(mint, e);
+        // Which book holds each mint (mints are disjoint across slices); figures stay computed on first read.
+        const owner = new Map<string, ExposureLookup>();
+        for (const p of parts) for (const mint of p.byMint.keys()) owner.set(mint, p.byMint);
+        const byMint: ExposureLookup = { get: (mint) => owner.get(mint)?.get(mint), keys: () => owner.keys() };
         merged = { parts, snapshot: { updatedAt: Math.min(...parts.map((p) => p.updatedAt)), byMint } };
       }
       return merged.snapshot;

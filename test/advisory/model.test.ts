@@ -9,6 +9,7 @@ import {
   liquidatableAt,
   loopExposure,
   loopExposureBody,
+  loopExposureByMint,
   partitionPublication,
   PositionError,
   positionsLabel,
@@ -292,5 +293,17 @@ describe("loop exposure of one asset", () => {
     expect(ADVISORY_NOTE).toMatch(/not a verifiable receipt/i);
     expect(ADVISORY_NOTE).toMatch(/lower bound/i);
     expect(ADVISORY_NOTE).not.toMatch(/null/i);
+  });
+});
+
+describe("loop exposure per mint", () => {
+  it("groups by collateral mint and gives each mint's exposure, the same object on every read", () => {
+    const book = [...times(6, () => pos("1000", "800")), pos("500", "400", { mint: OTHER }), pos("700", "0", { mint: OTHER })];
+    const byMint = loopExposureByMint(book);
+    expect([...byMint.keys()].sort()).toEqual([MINT, OTHER].sort());
+    expect(byMint.get(MINT)).toEqual(loopExposure(book, MINT));
+    expect(byMint.get(OTHER)).toEqual(loopExposure(book, OTHER));
+    expect(byMint.get(MINT)).toBe(byMint.get(MINT));
+    expect(byMint.get("So11111111111111111111111111111111111111112")).toBeUndefined();
   });
 });
