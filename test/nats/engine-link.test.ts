@@ -1,5 +1,5 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ActorHost, assetStateToJSON } from "../../src/actors/index.ts";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
@@ -10,11 +10,13 @@ import {
   BULK_FROM,
   EngineLink,
   ensureTopology,
+  PipelinedPublisher,
   readRecovery,
   recoverActors,
   subjects,
   TOPOLOGY,
   type AckedTransition,
+  type SamplePublisher,
   type Topology,
 } from "../../src/streams/jetstream/index.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
@@ -214,15 +216,13 @@ describe("bulk recovery", () => {
  * and further samples are dropped. Never silently: each drop is counted (`/metrics` peg_oracle_samples_dropped_total),
  * the link logs a warning (at most every 10 s) and `overload()` gives `/readyz` its reason for 30 s after the last drop.
  */
-/** A JetStream client whose sample publishes never get an ack (a stalled or saturated server). */
-function stalled(js: JetStreamClient): JetStreamClient {
-  return new Proxy(js, {
-    get(target, prop, receiver) {
-      if (prop === "publish") return (subject: string) => (subject.startsWith("peg.sample.") ? new Promise(() => {}) : Promise.reject(new Error("unexpected")));
-      return Reflect.get(target, prop, receiver) as unknown;
-    },
-  });
-}
+/** A sample publisher whose publishes never get an ack (a stalled or saturated server). */
+const stalled: SamplePublisher = {
+  publish: () => new Promise(() => {}),
+  stats: { published: 0, failed: 0, inFlight: 0 },
+  drain: async () => {},
+  close: () => {},
+};
 
 describe("EngineLink under overload", () => {
   it("counts, logs and reports dropped samples instead of dropping them silently", async () => {
@@ -230,7 +230,8 @@ describe("EngineLink under overload", () => {
     const host = new ActorHost({ assets: [USDC], clock, gitSha: "" });
     const warnings: { msg: string; fields?: Record<string, unknown> }[] = [];
     const wall = new SimulatedClock(T0);
-    const link = new EngineLink(host, nc, stalled(jetstream(nc)), topology, {
+    const link = new EngineLink(host, nc, jetstream(nc), topology, {
+      samplePublisher: stalled,
       clock: wall,
       maxQueuedSamples: 3,
       snapshotEveryMs: 60_000,
@@ -260,29 +261,31 @@ describe("EngineLink under overload", () => {
   });
 });
 
-/** A JetStream client whose first publish of each sample message is stored but its ack lost (a timeout). */
-function ackLostOnce(js: JetStreamClient): JetStreamClient {
+/** A sample publisher whose first publish of each sample message is stored but its ack lost (a timeout). */
+function ackLostOnce(inner: SamplePublisher): SamplePublisher {
   const seen = new Set<string>();
-  return new Proxy(js, {
-    get(target, prop, receiver) {
-      if (prop !== "publish") return Reflect.get(target, prop, receiver) as unknown;
-      return async (subject: string, data: Uint8Array, opts: { msgID: string }) => {
-        const ack = await target.publish(subject, data, opts as never);
-        if (subject.startsWith("peg.sample.") && !seen.has(opts.msgID)) {
-          seen.add(opts.msgID);
-          throw new Error("TimeoutError: no ack");
-        }
-        return ack;
-      };
+  return {
+    async publish(subject, data, msgID) {
+      const ack = await inner.publish(subject, data, msgID);
+      if (!seen.has(msgID)) {
+        seen.add(msgID);
+        throw new Error("TimeoutError: no ack");
+      }
+      return ack;
     },
-  });
+    get stats() {
+      return inner.stats;
+    },
+    drain: () => inner.drain(),
+    close: () => inner.close(),
+  };
 }
 
 describe("EngineLink sample publishes", () => {
   it("retries a sample whose ack was lost with the same Nats-Msg-Id: stored once, not counted as dropped", async () => {
     const clock = new SimulatedClock(T0 + 7 * 86_400_000);
     const host = new ActorHost({ assets: [USDT], clock, gitSha: "" });
-    const link = new EngineLink(host, nc, ackLostOnce(jetstream(nc)), topology, { retryBaseMs: 5, snapshotEveryMs: 60_000 });
+    const link = new EngineLink(host, nc, jetstream(nc), topology, { samplePublisher: ackLostOnce(new PipelinedPublisher(nc)), retryBaseMs: 5, snapshotEveryMs: 60_000 });
     link.start();
     const stored = async () => {
       const info = await topology.jsm.streams.info(TOPOLOGY.samples.stream, { subjects_filter: subjects.sample(USDT.mint) });

@@ -1,10 +1,12 @@
 import { Subject, type Observable, type Subscription } from "rxjs";
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type PubAck } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { ActorHost, StateEvent } from "../../actors/index.ts";
 import { assetStateToJSON } from "../../actors/index.ts";
 import { systemClock, type Clock } from "../../clock.ts";
 import type { AssetState, Receipt } from "../../methodology/index.ts";
 import { sampleMessage, sampleMsgId } from "./messages.ts";
+import { PipelinedPublisher, type SamplePublisher } from "./pipelined-publisher.ts";
 import { BoundedPublisher } from "./publisher.ts";
 import { SnapshotWriter } from "./snapshots.ts";
 import { subjects, TOPOLOGY, type Topology } from "./topology.ts";
@@ -30,8 +32,10 @@ export interface AckedTransition {
 const SAMPLE_ATTEMPTS = 3;
 
 export interface EngineLinkOptions {
-  /** Publishes awaiting an ack at once. Default 256. */
+  /** Publishes awaiting an ack at once, samples and transitions each. Default 256. */
   readonly window?: number;
+  /** What publishes the sample messages. Default a `PipelinedPublisher` on the link's connection. */
+  readonly samplePublisher?: SamplePublisher;
   /** Samples waiting for a publish slot beyond which new samples are dropped (and counted). Default 10,000. */
   readonly maxQueuedSamples?: number;
   /** Snapshot flush period. Default 1 s. */
@@ -62,9 +66,11 @@ export interface EngineLinkOptions {
 export class EngineLink {
   readonly #host: ActorHost;
   readonly #js: JetStreamClient;
+  /** Transitions (each with its own expectation and retries until acknowledged). */
   readonly #publisher: BoundedPublisher;
+  readonly #samples: SamplePublisher;
   readonly #snapshots: SnapshotWriter<AssetState>;
-  readonly #nc: { publish(subject: string, data: string | Uint8Array): void };
+  readonly #nc: NatsConnection;
   readonly #acked = new Subject<AckedTransition>();
   readonly #chains = new Map<string, Promise<void>>();
   readonly #deferred = new Map<string, AssetState>();
@@ -97,7 +103,7 @@ export class EngineLink {
 
   constructor(
     host: ActorHost,
-    nc: { publish(subject: string, data: string | Uint8Array): void },
+    nc: NatsConnection,
     js: JetStreamClient,
     topology: Topology,
     options: EngineLinkOptions = {},
@@ -107,6 +113,7 @@ export class EngineLink {
     this.#nc = nc;
     this.#js = js;
     this.#publisher = new BoundedPublisher(js, options.window ?? 256);
+    this.#samples = options.samplePublisher ?? new PipelinedPublisher(nc, { window: options.window ?? 256 });
     this.#snapshots = new SnapshotWriter<AssetState>(topology.actors, (state) => JSON.stringify(assetStateToJSON(state)));
     this.#log = options.log ?? (() => {});
     this.#maxQueued = options.maxQueuedSamples ?? 10_000;
@@ -117,7 +124,8 @@ export class EngineLink {
 
   get stats() {
     return {
-      publisher: this.#publisher.stats,
+      /** Sample and transition publishes together. */
+      publisher: sumStats(this.#publisher.stats, this.#samples.stats),
       snapshots: this.#snapshots.stats,
       droppedSamples: this.#droppedSamples,
       /** Sample publishes JetStream acknowledged (a retried duplicate included, once). */
@@ -177,7 +185,7 @@ export class EngineLink {
   async #publishSample(subject: string, payload: Uint8Array, msgId: string): Promise<void> {
     for (let attempt = 1, wait = this.#retryBaseMs; ; attempt++, wait *= 2) {
       try {
-        await this.#publisher.publish(subject, payload, msgId);
+        await this.#samples.publish(subject, payload, msgId);
         this.#ackedSamples++;
         return;
       } catch {
@@ -390,6 +398,9 @@ export class EngineLink {
     this.#sub = null;
     while (this.#chains.size > 0) await Promise.all([...this.#chains.values()]);
     await this.#publisher.drain();
+    // Every sample publish settles (acked, or dropped after its last try) before the acks stop being read.
+    while (this.#queuedSamples > 0) await new Promise((r) => setTimeout(r, 5));
+    this.#samples.close();
     await this.#snapshots.close();
     this.#acked.complete();
   }
@@ -402,4 +413,8 @@ export class EngineLink {
 
 function isWrongLastSequence(e: unknown): boolean {
   return e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamWrongLastSequence;
+}
+
+function sumStats(a: { published: number; failed: number; inFlight: number }, b: { published: number; failed: number; inFlight: number }) {
+  return { published: a.published + b.published, failed: a.failed + b.failed, inFlight: a.inFlight + b.inFlight };
 }

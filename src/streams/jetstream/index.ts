@@ -2,6 +2,7 @@
 export { embeddedNatsUrlFile, startEmbeddedNats, NatsServerMissingError, NATS_CONF, type EmbeddedNats } from "./embedded.ts";
 export { ensureTopology, subjects, TOPOLOGY, type Topology } from "./topology.ts";
 export { BoundedPublisher } from "./publisher.ts";
+export { PipelinedPublisher, type PipelinedPublisherOptions, type SamplePublisher } from "./pipelined-publisher.ts";
 export { SnapshotWriter } from "./snapshots.ts";
 export { startBatchConsumer, type BatchConsumer, type BatchConsumerOptions, type BatchMessage } from "./consumer.ts";
 export { EngineLink, type AckedTransition, type EngineLinkOptions, type LogFn } from "./engine-link.ts";
