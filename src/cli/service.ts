@@ -1,11 +1,11 @@
 import { jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { filter, merge, NEVER, share, type Observable, type Subscription } from "rxjs";
-import { ActorHost } from "../actors/index.ts";
+import { filter, map, merge, NEVER, share, type Observable, type Subscription } from "rxjs";
+import { ActorHost, type StateEvent } from "../actors/index.ts";
 import type { Catalog } from "../catalog/index.ts";
 import { ScaledClock, systemClock, type Clock } from "../clock.ts";
 import type { Config, Role } from "../config.ts";
-import type { Sample } from "../methodology/index.ts";
+import { decimalToWire, type Sample } from "../methodology/index.ts";
 import { assembleSamples } from "../streams/sources/assembly.ts";
 import {
   EngineLink,
@@ -24,6 +24,7 @@ import {
   type BatchConsumer,
   type Partition,
   type EmbeddedNats,
+  type LiveState,
   type LogFn,
   type RecoverySummary,
   type Topology,
@@ -439,6 +440,8 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
       pendingAlert: (id) => pending.has(id) || onStream.has(id),
       onStreamTransition: (id) => onStream.add(id),
       nc,
+      // ROLE=all decides every recompute itself: its WebSocket stream takes them from its engine, not back from NATS.
+      ...(config.role === "all" ? { localStates: localStates(host) } : {}),
       machine: async (mint) => {
         // ROLE=all answers for its own actors: none to ask before they are recovered.
         if (config.role === "all" && starting !== null) return { kind: "unavailable", reason: `the engine is starting (${starting})` };
@@ -798,6 +801,14 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
  * For an API process's readiness: whether some engine announced itself in PEG_LEASES within its TTL (re-read every
  * 2 s). Before the bucket exists (no engine ever started) nothing is alive; it never creates the bucket.
  */
+/** The engine's published recomputes as the WebSocket stream takes them (what `peg.state.<mint>` carries). */
+function localStates(host: ActorHost): Observable<LiveState> {
+  return host.events$.pipe(
+    filter((e): e is StateEvent => e.kind === "state"),
+    map((e) => ({ mint: e.mint, state: e.state, discount: decimalToWire(e.discount), at: e.now })),
+  );
+}
+
 function watchEngines(nc: NatsConnection, clock: Clock): { alive(): boolean; stop(): void } {
   let alive = false;
   let store: Awaited<ReturnType<typeof natsLeaseStore>> | null = null;

@@ -17,7 +17,8 @@ import { attachStatic } from "./static-uws.ts";
 import { WsHub } from "./ws/hub.ts";
 import { WS_LIMITS } from "./ws/protocol.ts";
 import { attachWs, uwsTransport } from "./ws/uws.ts";
-import { startLiveFeed, type LiveFeed, type LiveSink } from "../streams/jetstream/live-feed.ts";
+import type { Observable } from "rxjs";
+import { startLiveFeed, type LiveFeed, type LiveSink, type LiveState } from "../streams/jetstream/live-feed.ts";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /** The 24-hour windows and calibration figures are aggregates over thousands of rows: cached briefly. */
@@ -54,6 +55,8 @@ export interface ApiDeps {
   readonly wsClients?: () => number;
   /** The NATS connection the WebSocket stream is fed from (peg.state.>, PEG_TRANSITIONS); absent: no /v1/ws. */
   readonly nc?: NatsConnection;
+  /** This process decides every published recompute (ROLE=all): the WebSocket stream takes them from here, not peg.state.>. */
+  readonly localStates?: Observable<LiveState>;
   /** Asks the engine for one asset's live actor (machine inspection). */
   readonly machine?: (mint: string) => Promise<MachineLookup>;
   readonly log?: (level: "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
@@ -215,6 +218,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
             },
           };
     feed = await startLiveFeed(deps.nc, sink, {
+      ...(deps.localStates === undefined ? {} : { localStates: deps.localStates }),
       windowMs: WS_LIMITS.replayWindowMs,
       now: Date.now,
       log: (level, msg, fields) => {

@@ -69,7 +69,11 @@ describe("PipelinedPublisher", () => {
 
   it("rejects a publish nobody acknowledges within the timeout, and ignores its late ack", async () => {
     // A core subscriber that answers late: interest, so no 503, and no ack in time.
-    const late = nc.subscribe("silent.x", { callback: (_e, m) => setTimeout(() => m.respond(utf8.encode('{"stream":"S","seq":1}')), 600) });
+    const late = nc.subscribe("silent.x", {
+      callback: (_e, m) => {
+        setTimeout(() => m.respond(utf8.encode('{"stream":"S","seq":1}')), 600);
+      },
+    });
     const p = new PipelinedPublisher(nc, { timeoutMs: 200 });
     await expect(p.publish("silent.x", utf8.encode("1"), "s-1")).rejects.toThrow(/TimeoutError: no ack for the publish to silent\.x within 200 ms/);
     await new Promise((r) => setTimeout(r, 700));

@@ -4,7 +4,7 @@
  * transition exactly once), limits, and the 1 MiB backpressure close.
  */
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import { connect as natsConnect } from "@nats-io/transport-node";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,6 +14,7 @@ import WebSocket from "ws";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { startService, type Service } from "../../src/cli/service.ts";
 import { parseConfig } from "../../src/config.ts";
+import { PEG_STATES } from "../../src/methodology/index.ts";
 import { TOPOLOGY } from "../../src/streams/jetstream/index.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { freePort, sleep, waitFor } from "../support/ports.ts";
@@ -108,6 +109,12 @@ describe("/v1/ws on the running service", () => {
     await a.until(() => a.of("transition").length >= 40, "40 transitions");
     expect(ended).toBe(false); // still bursting when the connection is cut
     a.ws.terminate(); // no close handshake: a dropped connection
+    // Live states of the engine's recomputes came with them (ROLE=all hands them to its hub in process).
+    expect(a.of("state").length).toBeGreaterThan(0);
+    for (const m of a.of("state")) {
+      expect(m).toMatchObject({ type: "state", state: expect.toBeOneOf([...PEG_STATES]), discount: expect.any(String) });
+      expect(catalog.bySymbol(m["asset"] as string), String(m["asset"])).toBeDefined();
+    }
     const first = a.of("transition");
     await sleep(500); // transitions keep coming while the client is away
     const lastSeen = Math.max(...first.map((m) => m["seq"] as number));
@@ -148,14 +155,6 @@ describe("/v1/ws on the running service", () => {
     expect(snapshot["seq"]).toBeLessThanOrEqual(service.api.ws!.seq);
     c.send({ op: "ping" });
     await c.until(() => c.of("pong").length === 1, "pong");
-    // Live state: the engine publishes a recompute on NATS; the hub pushes it.
-    const nc: NatsConnection = await natsConnect({ servers: nats.url });
-    nc.publish(`peg.state.${USDC.mint}`, JSON.stringify({ mint: USDC.mint, state: "DEPEG", discount: "0.01", ts: new Date().toISOString() }));
-    // The engine keeps publishing USDC's own recomputes too, so wait for the one published here, not merely any.
-    await c.until(() => c.of("state").some((m) => m["state"] === "DEPEG" && m["discount"] === "0.01"), "the published live state");
-    expect(c.of("state").find((m) => m["discount"] === "0.01")).toMatchObject({ type: "state", asset: "USDC", state: "DEPEG" });
-    expect(new Set(c.of("state").map((m) => m["asset"]))).toEqual(new Set(["USDC"])); // only the subscribed asset
-    await nc.close();
     c.ws.close();
   });
 

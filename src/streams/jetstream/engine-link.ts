@@ -170,6 +170,8 @@ export class EngineLink {
     }
     const snapshot = e.engine;
     if (e.transition) this.#deferred.set(e.mint, snapshot);
+    // Nothing of this asset waits for an ack: the snapshot is its latest state now (no promise per sample).
+    else if (!this.#chains.has(e.mint)) this.#snapshots.update(e.mint, snapshot);
     else {
       const epoch = this.#epoch(e.mint);
       this.#chain(e.mint, () => {

@@ -20,7 +20,7 @@ export {
 } from "./recovery.ts";
 export { sampleMessage, sampleMsgId, type SampleMessage } from "./messages.ts";
 export { InspectionUnavailableError, requestMachineView, serveMachineInspection } from "./inspect-service.ts";
-export { RecentAlertIds, startLiveFeed, type LiveFeed, type LiveSink } from "./live-feed.ts";
+export { RecentAlertIds, startLiveFeed, type LiveFeed, type LiveFeedOptions, type LiveSink, type LiveState } from "./live-feed.ts";
 export {
   LEASE_BUCKET,
   LEASE_KEYS,

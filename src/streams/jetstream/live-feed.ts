@@ -1,13 +1,22 @@
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream";
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Observable } from "rxjs";
 import { parseTimestamp, type EpochMs, type PegState } from "../../methodology/index.ts";
 import type { LogFn } from "./engine-link.ts";
 import type { SampleMessage } from "./messages.ts";
 import { subjects, TOPOLOGY } from "./topology.ts";
 
+/** One published recompute, as the live feed delivers it. */
+export interface LiveState {
+  readonly mint: string;
+  readonly state: PegState;
+  readonly discount: string | null;
+  readonly at: EpochMs;
+}
+
 /** Where the live feed delivers (the WebSocket hub). */
 export interface LiveSink {
-  state(s: { mint: string; state: PegState; discount: string | null; at: EpochMs }): void;
+  state(s: LiveState): void;
   transition(t: {
     seq: number;
     alert_id: string;
@@ -71,26 +80,41 @@ export interface LiveFeed {
   stop(): Promise<void>;
 }
 
+export interface LiveFeedOptions {
+  readonly windowMs: number;
+  readonly now: () => EpochMs;
+  readonly log?: LogFn;
+  /**
+   * The published recomputes, when every one of them is decided in this process (ROLE=all runs every asset's engine):
+   * delivered from here, and `peg.state.>` is not subscribed. Receiving its own 10,000 recomputes a second back from
+   * NATS and parsing them cost the engine's thread a tenth of its time, and the server as much again.
+   */
+  readonly localStates?: Observable<LiveState>;
+}
+
 /**
  * Feeds an API process from NATS, so any API process can serve any client: `peg.state.>` (core) for published
- * recomputes, and an ordered consumer on PEG_TRANSITIONS that first back-fills the last `windowMs` (24 h) and then
- * follows the stream live, in stream order, with the stream sequence of each transition.
+ * recomputes (or `localStates`), and an ordered consumer on PEG_TRANSITIONS that first back-fills the last `windowMs`
+ * (24 h) and then follows the stream live, in stream order, with the stream sequence of each transition.
  */
-export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: { windowMs: number; now: () => EpochMs; log?: LogFn }): Promise<LiveFeed> {
+export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: LiveFeedOptions): Promise<LiveFeed> {
   const log = opts.log ?? (() => {});
-  const states: Subscription = nc.subscribe(subjects.state("*"), {
-    callback: (err, msg) => {
-      if (err !== null) return;
-      try {
-        const m = msg.json<SampleMessage>();
-        const at = parseTimestamp(m.ts);
-        if (at === null) throw new Error(`bad ts ${JSON.stringify(m.ts)}`);
-        sink.state({ mint: m.mint, state: m.state, discount: m.discount, at });
-      } catch (e) {
-        log("warn", "unreadable peg.state message", { subject: msg.subject, error: e instanceof Error ? e.message : String(e) });
-      }
-    },
-  });
+  const states: { unsubscribe(): void } =
+    opts.localStates !== undefined
+      ? opts.localStates.subscribe((s) => sink.state(s))
+      : nc.subscribe(subjects.state("*"), {
+          callback: (err, msg) => {
+            if (err !== null) return;
+            try {
+              const m = msg.json<SampleMessage>();
+              const at = parseTimestamp(m.ts);
+              if (at === null) throw new Error(`bad ts ${JSON.stringify(m.ts)}`);
+              sink.state({ mint: m.mint, state: m.state, discount: m.discount, at });
+            } catch (e) {
+              log("warn", "unreadable peg.state message", { subject: msg.subject, error: e instanceof Error ? e.message : String(e) });
+            }
+          },
+        });
 
   // A short API timeout: while a cluster re-elects leaders a consumer creation can hang, and a quicker retry wins.
   const js = jetstream(nc, { timeout: 2_000 });
