@@ -681,11 +681,16 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     // Intake.
     const scenarioTime = config.feed.kind === "scenario";
     if ("start" in chosen) chosen.start?.();
+    // One counter child per result, looked up once (prom-client hashes the labels on every `inc({ ... })`).
+    const counted = new Map<string, { inc(): void }>();
     const intake = chosen.feed.subscribe({
       next: (s) => {
         const now = scenarioTime ? s.ts : clock.now();
         const result = partition === null ? host.ingest(s, now) : partition.ingest(s, now);
-        api?.metrics.samples.inc({ result: result.status });
+        if (api === null) return;
+        let counter = counted.get(result.status);
+        if (counter === undefined) counted.set(result.status, (counter = api.metrics.samples.labels({ result: result.status })));
+        counter.inc();
       },
       error: (e: unknown) => io.onFeedEnd?.(e),
       // An engine among several keeps running when its scenario ends: it may still take over another's assets.

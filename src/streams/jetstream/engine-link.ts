@@ -69,6 +69,8 @@ export class EngineLink {
   /** Transitions (each with its own expectation and retries until acknowledged). */
   readonly #publisher: BoundedPublisher;
   readonly #samples: SamplePublisher;
+  /** Actor snapshots: KV puts are JetStream publishes, pipelined like the samples (kv.put is a request each). */
+  readonly #snapshotPuts: PipelinedPublisher;
   readonly #snapshots: SnapshotWriter<AssetState>;
   readonly #nc: NatsConnection;
   readonly #acked = new Subject<AckedTransition>();
@@ -114,7 +116,10 @@ export class EngineLink {
     this.#js = js;
     this.#publisher = new BoundedPublisher(js, options.window ?? 256);
     this.#samples = options.samplePublisher ?? new PipelinedPublisher(nc, { window: options.window ?? 256 });
-    this.#snapshots = new SnapshotWriter<AssetState>(topology.actors, (state) => JSON.stringify(assetStateToJSON(state)));
+    this.#snapshotPuts = new PipelinedPublisher(nc, { window: 256 });
+    this.#snapshots = new SnapshotWriter<AssetState>(topology.actors, (state) => JSON.stringify(assetStateToJSON(state)), {
+      put: (mint, encoded) => this.#snapshotPuts.publish(subjects.actorSnapshot(mint), utf8.encode(encoded)),
+    });
     this.#log = options.log ?? (() => {});
     this.#maxQueued = options.maxQueuedSamples ?? 10_000;
     this.#retryBaseMs = options.retryBaseMs ?? 250;
@@ -404,6 +409,7 @@ export class EngineLink {
     while (this.#queuedSamples > 0) await new Promise((r) => setTimeout(r, 5));
     this.#samples.close();
     await this.#snapshots.close();
+    this.#snapshotPuts.close();
     this.#acked.complete();
   }
 

@@ -1,9 +1,9 @@
-import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { createInbox, headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { JetStreamApiError, type ApiError, type PubAck } from "@nats-io/jetstream";
 
 /** What publishes the link's sample messages: resolves with JetStream's ack, rejects when it is an error or late. */
 export interface SamplePublisher {
-  publish(subject: string, payload: Uint8Array, msgID: string): Promise<PubAck>;
+  publish(subject: string, payload: Uint8Array, msgID?: string): Promise<PubAck>;
   readonly stats: { readonly published: number; readonly failed: number; readonly inFlight: number };
   /** Resolves when nothing is in flight (for an orderly shutdown). */
   drain(): Promise<void>;
@@ -69,16 +69,20 @@ export class PipelinedPublisher implements SamplePublisher {
     return { published: this.#published, failed: this.#failed, inFlight: this.#pending.size };
   }
 
-  async publish(subject: string, payload: Uint8Array, msgID: string): Promise<PubAck> {
+  /** Publishes with `msgID` as `Nats-Msg-Id` (none: no deduplication) and resolves with the stream's ack. */
+  async publish(subject: string, payload: Uint8Array, msgID?: string): Promise<PubAck> {
     while (this.#pending.size >= this.#window && !this.#closed) await new Promise<void>((r) => this.#waiters.push(r));
     if (this.#closed) throw new Error("the publisher is closed");
     const id = ++this.#next;
-    const h = headers();
-    h.set("Nats-Msg-Id", msgID);
+    let h: MsgHdrs | undefined;
+    if (msgID !== undefined) {
+      h = headers();
+      h.set("Nats-Msg-Id", msgID);
+    }
     return new Promise<PubAck>((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, subject, deadline: performance.now() + this.#timeoutMs });
       try {
-        this.#nc.publish(subject, payload, { reply: `${this.#prefix}.${id}`, headers: h });
+        this.#nc.publish(subject, payload, h === undefined ? { reply: `${this.#prefix}.${id}` } : { reply: `${this.#prefix}.${id}`, headers: h });
       } catch (e) {
         const p = this.#settle(id);
         if (p !== undefined) this.#fail(p, e instanceof Error ? e : new Error(String(e)));

@@ -12,8 +12,17 @@ import type { KV } from "@nats-io/kv";
  * `assets / maxPerFlush` flushes old (10 s at 10,000 assets with the defaults, 1 s up to 1,000 assets). A snapshot's
  * age only decides how much a restart re-evaluates; the acknowledged transitions are never behind.
  */
+export interface SnapshotWriterOptions {
+  /** Assets written per periodic flush. Default 1,000. */
+  readonly maxPerFlush?: number;
+  /** Puts in flight at once. Default 64. */
+  readonly concurrency?: number;
+  /** Writes one encoded snapshot (default `kv.put`); rejects when it was not stored. */
+  readonly put?: (mint: string, encoded: string) => Promise<unknown>;
+}
+
 export class SnapshotWriter<T = string> {
-  readonly #kv: KV;
+  readonly #put: (mint: string, encoded: string) => Promise<unknown>;
   readonly #encode: (value: T) => string;
   readonly #dirty = new Map<string, T>();
   #timer: ReturnType<typeof setInterval> | null = null;
@@ -24,8 +33,8 @@ export class SnapshotWriter<T = string> {
   readonly #maxPerFlush: number;
   readonly #concurrency: number;
 
-  constructor(kv: KV, encode: (value: T) => string = String, limits: { readonly maxPerFlush?: number; readonly concurrency?: number } = {}) {
-    this.#kv = kv;
+  constructor(kv: KV, encode: (value: T) => string = String, limits: SnapshotWriterOptions = {}) {
+    this.#put = limits.put ?? ((mint, encoded) => kv.put(mint, encoded));
     this.#encode = encode;
     this.#maxPerFlush = limits.maxPerFlush ?? 1_000;
     this.#concurrency = limits.concurrency ?? 64;
@@ -74,7 +83,7 @@ export class SnapshotWriter<T = string> {
         while (next < batch.length) {
           const [mint, value] = batch[next++]!;
           try {
-            await this.#kv.put(mint, this.#encode(value));
+            await this.#put(mint, this.#encode(value));
             this.#written++;
           } catch {
             failed++;
@@ -98,7 +107,7 @@ export class SnapshotWriter<T = string> {
     if (value === undefined) return;
     this.#dirty.delete(mint);
     try {
-      await this.#kv.put(mint, this.#encode(value));
+      await this.#put(mint, this.#encode(value));
       this.#written++;
     } catch (e) {
       this.#failures++;

@@ -14,6 +14,8 @@ export const subjects = {
   sample: (mint: string) => `peg.sample.${mint}`,
   state: (mint: string) => `peg.state.${mint}`,
   transition: (mint: string) => `peg.transition.${mint}`,
+  /** The KV bucket `peg_actors`'s subject for a key (a put is a JetStream publish there; NATS ADR-8). */
+  actorSnapshot: (mint: string) => `$KV.${TOPOLOGY.actors.bucket}.${mint}`,
   /** Core request/reply: the engine answers with the live band-machine view of the asset. */
   machine: (mint: string) => `peg.machine.${mint}`,
 };
