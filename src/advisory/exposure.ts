@@ -95,24 +95,38 @@ export interface ExposureLookup {
  * each figure is computed once per refresh, when a route first needs it.
  */
 export function loopExposureByMint(positions: readonly LendingPosition[]): ExposureLookup {
+  const byMint = positionsByMint(positions);
+  return lazyExposures(() => byMint.keys(), (mint) => byMint.get(mint));
+}
+
+/** Positions grouped by collateral mint, in their order. */
+export function positionsByMint(positions: readonly LendingPosition[]): Map<string, LendingPosition[]> {
   const byMint = new Map<string, LendingPosition[]>();
   for (const p of positions) {
     const list = byMint.get(p.collateral_mint);
     if (list === undefined) byMint.set(p.collateral_mint, [p]);
     else list.push(p);
   }
+  return byMint;
+}
+
+/**
+ * The loop exposure of each mint `keys` lists, computed from `positionsOf(mint)` (its collateral positions) on the
+ * mint's first `get` and kept.
+ */
+export function lazyExposures(keys: () => Iterable<string>, positionsOf: (mint: string) => readonly LendingPosition[] | undefined): ExposureLookup {
   const computed = new Map<string, LoopExposure>();
   return {
     get(mint) {
       let e = computed.get(mint);
       if (e === undefined) {
-        const list = byMint.get(mint);
+        const list = positionsOf(mint);
         if (list === undefined) return undefined;
         e = loopExposure(list);
         computed.set(mint, e);
       }
       return e;
     },
-    keys: () => byMint.keys(),
+    keys,
   };
 }

@@ -15,7 +15,7 @@ export {
   totals,
   type Publication,
 } from "./privacy.ts";
-export { loopExposure, loopExposureByMint, type CascadeRungFigure, type ExposureLookup, type Coverage, type LoopExposure, type ProtocolFigure } from "./exposure.ts";
+export { lazyExposures, loopExposure, loopExposureByMint, positionsByMint, type CascadeRungFigure, type ExposureLookup, type Coverage, type LoopExposure, type ProtocolFigure } from "./exposure.ts";
 export {
   ADVISORY_NOTE,
   loopExposureBody,

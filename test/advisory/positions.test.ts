@@ -133,6 +133,24 @@ describe("the simulated positions", () => {
     expect(plain(await simulatedPositions({ assets: catalog.active, seed: 2 }).read(60_000 * 10))).not.toEqual(a);
   });
 
+  it("by mint, built on demand, are exactly the positions `read` gives, and the book's figures are the same", async () => {
+    const now = 60_000 * 10 + 5;
+    const all = await src.read(now);
+    const byMint = await src.readByMint!(now);
+    const mints = [...byMint.keys()];
+    expect(mints.flatMap((m) => plain(byMint.get(m)!))).toEqual(plain(all));
+    expect(byMint.get(mints[0]!)).toBe(byMint.get(mints[0]!));
+    expect(byMint.get("NotACatalogMint1111111111111111111111111111")).toBeUndefined();
+    // A book over the source (by mint) and over its plain read (grouped) give the same figures for every mint.
+    const clock = new SimulatedClock(now);
+    const lazy = new PositionsBook({ sources: [src], clock });
+    const plainSource = { name: "plain", read: (t: number) => src.read(t) };
+    const grouped = new PositionsBook({ sources: [plainSource], clock });
+    await Promise.all([lazy.refresh(), grouped.refresh()]);
+    for (const m of mints) expect(lazy.snapshot()!.byMint.get(m), m).toEqual(grouped.snapshot()!.byMint.get(m));
+    expect([...lazy.snapshot()!.byMint.keys()]).toEqual([...grouped.snapshot()!.byMint.keys()]);
+  });
+
   it("spread loops over several protocols, for LST and stablecoin classes only, near their liquidation line", async () => {
     const ps = await src.read(0);
     expect(new Set(ps.map((p) => p.protocol))).toEqual(new Set(SIM_PROTOCOLS));

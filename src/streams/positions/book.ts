@@ -1,15 +1,16 @@
 /**
  * The in-memory positions book: reads every positions source on a fixed cadence (on the injected clock) and keeps
- * the latest loop exposure per asset, computed once per refresh so API reads never recompute.
+ * the latest positions per asset; each asset's loop exposure is computed once per refresh, when a route first reads it
+ * (a source that can build one asset's positions on their own, `readByMint`, builds them then too).
  *
  * Failure policy: a source that fails keeps its last good positions (logged); the snapshot's `updatedAt` is the
  * oldest successful read among the sources, so `updated_at` never claims fresher data than was read. Before every
  * source has been read once there is no snapshot (the routes answer 503 `not_ready`). One refresh runs at a time:
  * a refresh that is still running when the next is due is not doubled.
  */
-import { loopExposureByMint, type ExposureReader, type ExposureSnapshot, type LendingPosition } from "../../advisory/index.ts";
+import { lazyExposures, positionsByMint, type ExposureReader, type ExposureSnapshot } from "../../advisory/index.ts";
 import type { Clock } from "../../clock.ts";
-import type { PositionSource } from "./source.ts";
+import type { PositionSource, PositionsByMint } from "./source.ts";
 
 export type PositionsLog = (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
 
@@ -26,7 +27,7 @@ export class PositionsBook implements ExposureReader {
   readonly #clock: Clock;
   readonly #refreshMs: number;
   readonly #log: PositionsLog;
-  readonly #last = new Map<PositionSource, { readonly at: number; readonly positions: readonly LendingPosition[] }>();
+  readonly #last = new Map<PositionSource, { readonly at: number; readonly positions: PositionsByMint }>();
   #snapshot: ExposureSnapshot | null = null;
   #timer: unknown = null;
   #running: Promise<void> | null = null;
@@ -57,7 +58,7 @@ export class PositionsBook implements ExposureReader {
     await Promise.all(
       this.#sources.map(async (s) => {
         try {
-          this.#last.set(s, { at: now, positions: await s.read(now) });
+          this.#last.set(s, { at: now, positions: s.readByMint !== undefined ? await s.readByMint(now) : positionsByMint(await s.read(now)) });
         } catch (e) {
           this.#log("warn", "positions source failed; keeping its last positions", { source: s.name, error: e instanceof Error ? e.message : String(e) });
         }
@@ -65,9 +66,20 @@ export class PositionsBook implements ExposureReader {
     );
     if (this.#last.size < this.#sources.length) return;
     const reads = [...this.#last.values()];
+    const parts = reads.map((r) => r.positions);
     this.#snapshot = {
       updatedAt: Math.min(...reads.map((r) => r.at)),
-      byMint: loopExposureByMint(reads.flatMap((r) => r.positions)),
+      // Figures are computed for a mint when a route first reads them (and its simulated positions built then).
+      byMint:
+        parts.length === 1
+          ? lazyExposures(() => parts[0]!.keys(), (mint) => parts[0]!.get(mint))
+          : lazyExposures(
+              () => new Set(parts.flatMap((p) => [...p.keys()])),
+              (mint) => {
+                const lists = parts.flatMap((p) => p.get(mint) ?? []);
+                return lists.length === 0 ? undefined : lists;
+              },
+            ),
     };
   }
 
@@ -96,3 +108,4 @@ export class PositionsBook implements ExposureReader {
     await this.#running;
   }
 }
+

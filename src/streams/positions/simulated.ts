@@ -12,7 +12,7 @@ import { lendingPosition, type LendingPosition } from "../../advisory/index.ts";
 import type { CatalogAsset } from "../../catalog/index.ts";
 import type { AssetClass, EpochMs } from "../../methodology/index.ts";
 import { Prng, streamSeed } from "../sources/simulated-market/prng.ts";
-import type { PositionSource } from "./source.ts";
+import type { PositionSource, PositionsByMint } from "./source.ts";
 
 export const SIM_PROTOCOLS = ["kamino", "marginfi", "save", "drift"] as const;
 
@@ -91,31 +91,51 @@ function baseBook(asset: CatalogAsset, seed: number): BasePosition[] {
 export function simulatedPositions(opts: SimulatedPositionsOptions): PositionSource {
   const epochMs = opts.epochMs ?? 60_000;
   if (!(epochMs > 0)) throw new RangeError("epochMs must be > 0");
-  const books = opts.assets.map((a) => ({ asset: a, book: baseBook(a, opts.seed) })).filter((b) => b.book.length > 0);
+  const books = new Map(
+    opts.assets.flatMap((a) => {
+      const book = baseBook(a, opts.seed);
+      return book.length === 0 ? [] : [[a.mint, book] as const];
+    }),
+  );
+  /** One asset's positions in an epoch: a function of the seed, the mint and the epoch only. */
+  const positionsOf = (mint: string, book: readonly BasePosition[], epoch: number): LendingPosition[] => {
+    const drift = new Prng(streamSeed(opts.seed, `positions:${mint}:${epoch}`));
+    return book.map((b) => {
+      // Each epoch moves collateral by about 0.3 % and health by about 0.2 % (independent per epoch).
+      const collateral = b.collateral * (1 + 0.003 * drift.normal());
+      const health = Math.max(1.0005, b.health * (1 + 0.002 * drift.normal()));
+      const debt = (collateral * Number(b.lt)) / health;
+      return lendingPosition({
+        protocol: b.protocol,
+        collateral_mint: mint,
+        collateral_usd: collateral.toFixed(2),
+        debt_usd: debt.toFixed(2),
+        liquidation_threshold: b.lt,
+      });
+    });
+  };
+  const byMint = (now: EpochMs): PositionsByMint => {
+    const epoch = Math.floor(now / epochMs);
+    const built = new Map<string, readonly LendingPosition[]>();
+    return {
+      keys: () => books.keys(),
+      get(mint) {
+        let list = built.get(mint);
+        if (list === undefined) {
+          const book = books.get(mint);
+          if (book === undefined) return undefined;
+          built.set(mint, (list = positionsOf(mint, book, epoch)));
+        }
+        return list;
+      },
+    };
+  };
   return {
     name: "sim",
     read: async (now: EpochMs): Promise<readonly LendingPosition[]> => {
-      const epoch = Math.floor(now / epochMs);
-      const out: LendingPosition[] = [];
-      for (const { asset, book } of books) {
-        const drift = new Prng(streamSeed(opts.seed, `positions:${asset.mint}:${epoch}`));
-        for (const b of book) {
-          // Each epoch moves collateral by about 0.3 % and health by about 0.2 % (independent per epoch).
-          const collateral = b.collateral * (1 + 0.003 * drift.normal());
-          const health = Math.max(1.0005, b.health * (1 + 0.002 * drift.normal()));
-          const debt = (collateral * Number(b.lt)) / health;
-          out.push(
-            lendingPosition({
-              protocol: b.protocol,
-              collateral_mint: asset.mint,
-              collateral_usd: collateral.toFixed(2),
-              debt_usd: debt.toFixed(2),
-              liquidation_threshold: b.lt,
-            }),
-          );
-        }
-      }
-      return out;
+      const all = byMint(now);
+      return [...books.keys()].flatMap((mint) => all.get(mint)!);
     },
+    readByMint: async (now: EpochMs) => byMint(now),
   };
 }

@@ -11,6 +11,18 @@ export interface PositionSource {
    * unusable entries are skipped and counted.
    */
   read(now: EpochMs): Promise<readonly LendingPosition[]>;
+  /**
+   * The same positions grouped by collateral mint, each mint's built when first asked for: a source that can produce
+   * one asset's positions on their own (the simulated book) offers this, so a refresh costs nothing per asset until a
+   * route reads it. `read(now)` is exactly the concatenation of every mint's `get`.
+   */
+  readByMint?(now: EpochMs): Promise<PositionsByMint>;
+}
+
+/** Positions by collateral mint: `keys` the mints with positions, `get` one mint's (the same array every time). */
+export interface PositionsByMint {
+  keys(): Iterable<string>;
+  get(mint: string): readonly LendingPosition[] | undefined;
 }
 
 /** Counters of one source, for logs and tests. */
