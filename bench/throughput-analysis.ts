@@ -13,6 +13,8 @@ export interface Scrape {
   readonly unknown: number;
   readonly dropped: number;
   readonly queue: number;
+  /** Ticks the simulated market skipped (the throttle: the pipeline behind, or a tick still being evaluated). */
+  readonly ticksSkipped: number;
   readonly heapUsed: number;
   readonly heapTotal: number;
   readonly external: number;
@@ -145,6 +147,8 @@ export function analyse(input: AnalysisInput) {
     skipped: fs.skipped,
     unknownAsset: fs.unknown,
     releasedAfterCut: fs.released,
+    ticksSkipped: at(polls.scrapes, tCut)?.ticksSkipped ?? NaN,
+    ticksDue: Math.floor(intakeS / (config.tickMs / 1000)) + 1,
     dwellEvaluations: engine.dwell,
     published,
     dropped: fs.dropped,

@@ -73,6 +73,7 @@ export function writeThroughputSection(a: Analysis, env: { loadBefore: string; l
 
   const countRows = [
     `| offered: samples the simulated market fed the engine until the cut-off | ${fmt(n.offered)} | \`peg_oracle_samples_total\`, every result but \`released\` (${fmt(n.releasedAfterCut)} answered \`released\` after the cut-off) |`,
+    `| ticks the simulated market skipped until the cut-off (backpressure) | ${fmt(n.ticksSkipped)} of ${fmt(n.ticksDue)} | \`peg_oracle_feed_ticks_skipped_total\`: a tick is skipped when the pipeline is more than a tick behind or a second tick comes due while one is still being evaluated |`,
     `| evaluated by the actors (accepted + skipped) | ${fmt(n.evaluated)} | same counter: ${fmt(n.accepted)} accepted + ${fmt(n.skipped)} skipped (skipped samples change no state and are not published, by design); ${fmt(n.unknownAsset)} unknown_asset |`,
     `| published recomputes (accepted samples + dwell-timer evaluations) | ${fmt(n.published)} | the engine's events, counted in the service process: ${fmt(n.published - n.dwellEvaluations)} samples + ${fmt(n.dwellEvaluations)} dwell-timer evaluations |`,
     `| dropped by the engine link (queue full or publish failed) | ${fmt(n.dropped)} | \`peg_oracle_samples_dropped_total\` (the link's own count at stop: ${fmt(n.droppedByLink)}); the link's publisher (samples and transitions): ${fmt(n.publishAcked)} acked, ${fmt(n.publishFailed)} failed (no ack within 5 s) |`,

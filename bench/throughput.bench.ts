@@ -174,6 +174,7 @@ async function scrape() {
     unknown: metric(m, n, 'result="unknown_asset"'),
     dropped: metric(m, "peg_oracle_samples_dropped_total"),
     queue: metric(m, "peg_oracle_sample_publish_queue"),
+    ticksSkipped: metric(m, "peg_oracle_feed_ticks_skipped_total"),
     heapUsed: metric(m, "peg_oracle_nodejs_heap_size_used_bytes"),
     heapTotal: metric(m, "peg_oracle_nodejs_heap_size_total_bytes"),
     external: metric(m, "peg_oracle_nodejs_external_memory_bytes"),
