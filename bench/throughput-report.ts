@@ -60,15 +60,15 @@ export function writeThroughputSection(a: Analysis, env: { loadBefore: string; l
 
   const prevNote = issueLoad ? "" : "*";
   const summaryRows = [
-    `| offered, samples/s (intake counter; nominal ${fmt(rates.nominal)}) | ${fmt(rates.offered)} | 4,312 (2026-11-25 22:12, before backpressure)${prevNote} |`,
-    `| **end to end, samples/s committed in PostgreSQL during intake** | **${fmt(rates.committedDuringIntake)}** | 15 (2026-11-25 22:12; 1,385-2,106 on 2026-11-24)${prevNote} |`,
+    `| offered, samples/s (intake counter; nominal ${fmt(rates.nominal)}) | ${fmt(rates.offered)} | 8,479 (2026-11-26 02:06); 4,312 (2026-11-25 22:12, before backpressure)${prevNote} |`,
+    `| **end to end, samples/s committed in PostgreSQL during intake** | **${fmt(rates.committedDuringIntake)}** | 8,479 (2026-11-26 02:06); 15 (2026-11-25 22:12; 1,385-2,106 on 2026-11-24)${prevNote} |`,
     `| end to end until drained (every row / time to the last commit) | ${fmt(rates.committedUntilDrained)} in ${rates.untilDrainedS.toFixed(1)} s | - |`,
     `| in-process pipeline bench (\`npm run bench:pipeline\`, BENCH_ASSETS=10000) | not measured here | 4,497 (2026-11-25) |`,
-    `| samples dropped (\`peg_oracle_samples_dropped_total\`) | ${fmt(n.dropped)} (${pctOf(n.dropped / Math.max(1, n.published))}) | 1,296,638 (100 %; 2026-11-25)${prevNote} |`,
-    `| projection lag p50 / p99 / max (sample ts -> raw row committed) | ${ms(lag.p50)} / ${ms(lag.p99)} / ${ms(lag.max)} | 283,739 ms / 369,709 ms / 369,739 ms (2026-11-25)${prevNote} |`,
-    `| \`/readyz\` non-200 polls during intake, after its first 200 | ${fmt(readyz.non200DuringIntake)} of ${fmt(readyz.pollsDuringIntake)} | 0 of 0: never 200 before the cut-off (2026-11-25)${prevNote} |`,
-    `| sample publish queue p50 / max (cap ${fmt(queue.cap)}) | ${fmt(queue.p50)} / ${fmt(queue.max)} (at the cap on ${pctOf(queue.atCapShare)} of polls) | 10,000 / 10,000, cap 10,000, at the cap on 96 % of polls (2026-11-25)${prevNote} |`,
-    `| service RSS ${fmt(memory.spanS)}-${fmt(2 * memory.spanS)} s / last ${fmt(memory.spanS)} s of intake, peak | ${memory.rssFirstMiB.toFixed(0)} / ${memory.rssLastMiB.toFixed(0)} MiB, peak ${memory.rssPeakMiB.toFixed(0)} MiB (${memory.flat === null ? "flatness not judged: under 4 min of intake" : memory.flat ? "flat" : "**growing**"}) | 725 / 1,162 MiB, peak 1,332 MiB, growing (2026-11-25)${prevNote} |`,
+    `| samples dropped (\`peg_oracle_samples_dropped_total\`) | ${fmt(n.dropped)} (${pctOf(n.dropped / Math.max(1, n.published))}) | 0 (2026-11-26 02:06); 1,296,638 (100 %; 2026-11-25)${prevNote} |`,
+    `| projection lag p50 / p99 / max (sample ts -> raw row committed) | ${ms(lag.p50)} / ${ms(lag.p99)} / ${ms(lag.max)} | 34 ms / 215 ms / 1,794 ms (2026-11-26 02:06); 283,739 ms / 369,709 ms / 369,739 ms (2026-11-25)${prevNote} |`,
+    `| \`/readyz\` non-200 polls during intake, after its first 200 | ${fmt(readyz.non200DuringIntake)} of ${fmt(readyz.pollsDuringIntake)} | 186 of 300 (2026-11-26 02:06: throttled); 0 of 0, never 200 before the cut-off (2026-11-25)${prevNote} |`,
+    `| sample publish queue p50 / max (cap ${fmt(queue.cap)}) | ${fmt(queue.p50)} / ${fmt(queue.max)} (at the cap on ${pctOf(queue.atCapShare)} of polls) | 0 / 17,080, cap 20,000 (2026-11-26 02:06); 10,000 / 10,000, cap 10,000, at the cap on 96 % of polls (2026-11-25)${prevNote} |`,
+    `| service RSS ${fmt(memory.spanS)}-${fmt(2 * memory.spanS)} s / last ${fmt(memory.spanS)} s of intake, peak | ${memory.rssFirstMiB.toFixed(0)} / ${memory.rssLastMiB.toFixed(0)} MiB, peak ${memory.rssPeakMiB.toFixed(0)} MiB (${memory.flat === null ? "flatness not judged: under 4 min of intake" : memory.flat ? "flat" : "**growing**"}) | 1,252 / 1,280 MiB, peak 1,404 MiB, flat (2026-11-26 02:06); 725 / 1,162 MiB, peak 1,332 MiB, growing (2026-11-25)${prevNote} |`,
   ];
 
   const countRows = [
