@@ -61,4 +61,21 @@ describe("startLiveFeed", () => {
     local.next({ mint: MINT, state: "DEPEG", discount: "0.03", at: AT + 2_000 });
     expect(sink.states).toHaveLength(1);
   });
+
+  it("logs a local state the sink could not take, and never throws it into the engine's emission", async () => {
+    const logged: string[] = [];
+    const sink: LiveSink = {
+      state: () => {
+        throw new Error("hub broke");
+      },
+      transition: () => {},
+      coverFrom: () => {},
+    };
+    const local = new Subject<LiveState>();
+    const feed = await startLiveFeed(nc, sink, { windowMs: 60_000, now: Date.now, localStates: local, log: (_l, msg, f) => logged.push(`${msg} ${String(f?.["error"])}`) });
+    await feed.ready;
+    expect(() => local.next({ mint: MINT, state: "PEGGED", discount: "0", at: AT })).not.toThrow();
+    expect(logged).toEqual(["live state not delivered hub broke"]);
+    await feed.stop();
+  });
 });

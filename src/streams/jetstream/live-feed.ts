@@ -101,7 +101,14 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
   const log = opts.log ?? (() => {});
   const states: { unsubscribe(): void } =
     opts.localStates !== undefined
-      ? opts.localStates.subscribe((s) => sink.state(s))
+      ? opts.localStates.subscribe((s) => {
+          // Called on the engine's own emission: a failure here is logged, never thrown into the engine.
+          try {
+            sink.state(s);
+          } catch (e) {
+            log("warn", "live state not delivered", { mint: s.mint, error: e instanceof Error ? e.message : String(e) });
+          }
+        })
       : nc.subscribe(subjects.state("*"), {
           callback: (err, msg) => {
             if (err !== null) return;
