@@ -1,5 +1,33 @@
-import { AckPolicy, DeliverPolicy, jetstream, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, jetstream, JetStreamApiCodes, JetStreamApiError, type ConsumerConfig, type ConsumerInfo, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+
+/** Tries of a durable's look-up and creation before a start fails. */
+const DURABLE_ATTEMPTS = 4;
+
+/**
+ * The durable's info when it exists (undefined when this call created it). On a cluster, processes starting together
+ * create the same durable at once; the meta leader may then leave one request unanswered (a JetStream API timeout)
+ * although the durable was created: a failed look-up or creation is tried again, from the look-up, a few times.
+ */
+async function ensureDurable(jsm: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }): Promise<ConsumerInfo | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await jsm.consumers.info(stream, config.durable_name);
+    } catch (e) {
+      const missing = e instanceof JetStreamApiError && e.code === JetStreamApiCodes.ConsumerNotFound;
+      if (!missing && attempt >= DURABLE_ATTEMPTS) throw e;
+      if (missing) {
+        try {
+          await jsm.consumers.add(stream, config);
+          return undefined;
+        } catch (addError) {
+          if (attempt >= DURABLE_ATTEMPTS) throw addError;
+        }
+      }
+    }
+    await new Promise((r) => setTimeout(r, 250 * attempt));
+  }
+}
 
 /** One message of a batch: its stream sequence and payload. */
 export interface BatchMessage {
@@ -56,19 +84,14 @@ export async function startBatchConsumer(
   const maxAckPending = opts.inOrder === undefined ? maxBatch * 4 : 1;
   // In nanoseconds: a batch not acked by then is redelivered.
   const ackWait = (opts.inOrder?.ackWaitMs ?? 30_000) * 1_000_000;
-  let existing;
-  try {
-    existing = await jsm.consumers.info(opts.stream, opts.durable);
-  } catch {
-    await jsm.consumers.add(opts.stream, {
-      durable_name: opts.durable,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: opts.startAt === "new" ? DeliverPolicy.New : DeliverPolicy.All,
-      filter_subject: opts.filterSubject,
-      max_ack_pending: maxAckPending,
-      ack_wait: ackWait,
-    });
-  }
+  const existing = await ensureDurable(jsm, opts.stream, {
+    durable_name: opts.durable,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: opts.startAt === "new" ? DeliverPolicy.New : DeliverPolicy.All,
+    filter_subject: opts.filterSubject,
+    max_ack_pending: maxAckPending,
+    ack_wait: ackWait,
+  });
   if (existing !== undefined && opts.inOrder !== undefined && (existing.config.max_ack_pending !== maxAckPending || existing.config.ack_wait !== ackWait)) {
     await jsm.consumers.update(opts.stream, opts.durable, { max_ack_pending: maxAckPending, ack_wait: ackWait });
   }
