@@ -11,6 +11,7 @@
  */
 import { AckPolicy, DeliverPolicy, jetstream, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { ensureDurable } from "../streams/jetstream/consumer.ts";
 import type { EpochMs } from "../methodology/index.ts";
 import {
   deliveryById,
@@ -92,20 +93,15 @@ export async function startDeliveryWorker(o: WorkerOptions): Promise<DeliveryWor
   const limit = o.concurrency ?? 16;
   const stats = { attempts: 0, delivered: 0, failed: 0, deadLettered: 0, telegram: { attempts: 0, delivered: 0, deadLettered: 0 } };
   const stream = "PEG_DELIVERIES";
-  let existing;
-  try {
-    existing = await o.jsm.consumers.info(stream, WORKER_DURABLE);
-  } catch {
-    await o.jsm.consumers.add(stream, {
-      durable_name: WORKER_DURABLE,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      filter_subject: `${DELIVERY_SUBJECT_PREFIX}>`,
-      // Waiting attempts sit NAK'ed with a delay and count as pending: room for many.
-      max_ack_pending: 20_000,
-      ack_wait: WORKER_ACK_WAIT_NS,
-    });
-  }
+  const existing = await ensureDurable(o.jsm, stream, {
+    durable_name: WORKER_DURABLE,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    filter_subject: `${DELIVERY_SUBJECT_PREFIX}>`,
+    // Waiting attempts sit NAK'ed with a delay and count as pending: room for many.
+    max_ack_pending: 20_000,
+    ack_wait: WORKER_ACK_WAIT_NS,
+  });
   if (existing !== undefined && existing.config.ack_wait !== WORKER_ACK_WAIT_NS) {
     await o.jsm.consumers.update(stream, WORKER_DURABLE, { ack_wait: WORKER_ACK_WAIT_NS });
   }

@@ -9,7 +9,7 @@ const DURABLE_ATTEMPTS = 4;
  * create the same durable at once; the meta leader may then leave one request unanswered (a JetStream API timeout)
  * although the durable was created: a failed look-up or creation is tried again, from the look-up, a few times.
  */
-async function ensureDurable(jsm: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }): Promise<ConsumerInfo | undefined> {
+export async function ensureDurable(jsm: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }): Promise<ConsumerInfo | undefined> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await jsm.consumers.info(stream, config.durable_name);
