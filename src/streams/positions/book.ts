@@ -70,16 +70,13 @@ export class PositionsBook implements ExposureReader {
     this.#snapshot = {
       updatedAt: Math.min(...reads.map((r) => r.at)),
       // Figures are computed for a mint when a route first reads them (and its simulated positions built then).
-      byMint:
-        parts.length === 1
-          ? lazyExposures(() => parts[0]!.keys(), (mint) => parts[0]!.get(mint))
-          : lazyExposures(
-              () => new Set(parts.flatMap((p) => [...p.keys()])),
-              (mint) => {
-                const lists = parts.flatMap((p) => p.get(mint) ?? []);
-                return lists.length === 0 ? undefined : lists;
-              },
-            ),
+      byMint: lazyExposures(
+        () => new Set(parts.flatMap((p) => [...p.keys()])),
+        (mint) => {
+          const lists = parts.flatMap((p) => p.get(mint) ?? []);
+          return lists.length === 0 ? undefined : lists;
+        },
+      ),
     };
   }
 
