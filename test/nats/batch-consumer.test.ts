@@ -3,27 +3,18 @@
  * cluster's meta leader does when two processes starting together create the same durable: the start looks it up
  * again instead of failing, and consumes from it.
  */
-import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, StorageType, type JetStreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { startBatchConsumer, type BatchMessage } from "../../src/streams/jetstream/index.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
+import { natsForSuite } from "../support/nats.ts";
 import { waitFor } from "../support/ports.ts";
 
-let nats: TestNats;
-let nc: NatsConnection;
+const suite = natsForSuite();
 let jsm: JetStreamManager;
 
 beforeAll(async () => {
-  nats = await startNats();
-  nc = await connect({ servers: nats.url });
-  jsm = await jetstreamManager(nc);
+  jsm = await jetstreamManager(suite.nc);
   await jsm.streams.add({ name: "BC", subjects: ["bc.>"], storage: StorageType.Memory });
-});
-
-afterAll(async () => {
-  await nc?.close();
-  await nats?.dispose();
 });
 
 /** A manager whose look-ups time out `lookups` times and whose first creation is carried out but its answer lost. */
@@ -60,21 +51,21 @@ describe("startBatchConsumer", () => {
   it("looks the durable up again when its creation's answer was lost, and consumes from it", async () => {
     const { jsm: flaky, calls } = lossy(jsm, 0);
     const got: BatchMessage[] = [];
-    const c = await startBatchConsumer(nc, flaky, { stream: "BC", durable: "lost-answer", filterSubject: "bc.>" }, async (b) => void got.push(...b));
+    const c = await startBatchConsumer(suite.nc, flaky, { stream: "BC", durable: "lost-answer", filterSubject: "bc.>" }, async (b) => void got.push(...b));
     // Not found, created (answer lost), found.
     expect(calls).toEqual(["info", "add", "info"]);
-    await jetstream(nc).publish("bc.x", "1");
+    await jetstream(suite.nc).publish("bc.x", "1");
     await waitFor(() => got.length === 1, 5_000, "the message");
     await c.stop();
   });
 
   it("tries a look-up that timed out again, and gives up after four", async () => {
     const slow = lossy(jsm, 2);
-    const c = await startBatchConsumer(nc, slow.jsm, { stream: "BC", durable: "slow-lookup", filterSubject: "bc.>" }, async () => {});
+    const c = await startBatchConsumer(suite.nc, slow.jsm, { stream: "BC", durable: "slow-lookup", filterSubject: "bc.>" }, async () => {});
     expect(slow.calls).toEqual(["info", "info", "info", "add", "info"]);
     await c.stop();
     const never = lossy(jsm, 100);
-    await expect(startBatchConsumer(nc, never.jsm, { stream: "BC", durable: "never", filterSubject: "bc.>" }, async () => {})).rejects.toThrow(/timeout/);
+    await expect(startBatchConsumer(suite.nc, never.jsm, { stream: "BC", durable: "never", filterSubject: "bc.>" }, async () => {})).rejects.toThrow(/timeout/);
     expect(never.calls).toEqual(["info", "info", "info", "info"]);
   });
 });

@@ -3,28 +3,19 @@
  * reads every engine's recomputes from `peg.state.>`; a process that decides them all itself (ROLE=all) hands them
  * over in process and does not listen to `peg.state.>`, so a message there does not reach its hub.
  */
-import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Subject } from "rxjs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ensureTopology, startLiveFeed, subjects, type LiveSink, type LiveState } from "../../src/streams/jetstream/index.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
+import { natsForSuite } from "../support/nats.ts";
 import { waitFor } from "../support/ports.ts";
 
 const MINT = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
 const AT = Date.parse("2026-11-26T04:00:00Z");
 
-let nats: TestNats;
-let nc: NatsConnection;
+const suite = natsForSuite();
 
 beforeAll(async () => {
-  nats = await startNats();
-  nc = await connect({ servers: nats.url });
-  await ensureTopology(nc);
-});
-
-afterAll(async () => {
-  await nc?.close();
-  await nats?.dispose();
+  await ensureTopology(suite.nc);
 });
 
 function recordingSink(): LiveSink & { states: LiveState[] } {
@@ -37,9 +28,9 @@ const published = (discount: string) => JSON.stringify({ v: 1, mint: MINT, ts: n
 describe("startLiveFeed", () => {
   it("reads the recomputes from peg.state.> (an API process)", async () => {
     const sink = recordingSink();
-    const feed = await startLiveFeed(nc, sink, { windowMs: 60_000, now: Date.now });
+    const feed = await startLiveFeed(suite.nc, sink, { windowMs: 60_000, now: Date.now });
     await feed.ready;
-    nc.publish(subjects.state(MINT), published("0.01"));
+    suite.nc.publish(subjects.state(MINT), published("0.01"));
     await waitFor(() => sink.states.length === 1, 5_000, "the state from NATS");
     expect(sink.states).toEqual([{ mint: MINT, state: "DEPEG", discount: "0.01", at: AT }]);
     await feed.stop();
@@ -48,12 +39,12 @@ describe("startLiveFeed", () => {
   it("takes the local recomputes in process and does not listen to peg.state.> (ROLE=all)", async () => {
     const sink = recordingSink();
     const local = new Subject<LiveState>();
-    const feed = await startLiveFeed(nc, sink, { windowMs: 60_000, now: Date.now, localStates: local });
+    const feed = await startLiveFeed(suite.nc, sink, { windowMs: 60_000, now: Date.now, localStates: local });
     await feed.ready;
-    nc.publish(subjects.state(MINT), published("0.02"));
+    suite.nc.publish(subjects.state(MINT), published("0.02"));
     local.next({ mint: MINT, state: "PEGGED", discount: "0.0001", at: AT + 1_000 });
     // A round trip through the server: the message published above would have been delivered before the flush returns.
-    await nc.flush();
+    await suite.nc.flush();
     await new Promise((r) => setTimeout(r, 100));
     expect(sink.states).toEqual([{ mint: MINT, state: "PEGGED", discount: "0.0001", at: AT + 1_000 }]);
     await feed.stop();
@@ -72,7 +63,7 @@ describe("startLiveFeed", () => {
       coverFrom: () => {},
     };
     const local = new Subject<LiveState>();
-    const feed = await startLiveFeed(nc, sink, { windowMs: 60_000, now: Date.now, localStates: local, log: (_l, msg, f) => logged.push(`${msg} ${String(f?.["error"])}`) });
+    const feed = await startLiveFeed(suite.nc, sink, { windowMs: 60_000, now: Date.now, localStates: local, log: (_l, msg, f) => logged.push(`${msg} ${String(f?.["error"])}`) });
     await feed.ready;
     expect(() => local.next({ mint: MINT, state: "PEGGED", discount: "0", at: AT })).not.toThrow();
     expect(logged).toEqual(["live state not delivered hub broke"]);

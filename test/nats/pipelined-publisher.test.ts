@@ -3,34 +3,25 @@
  * subscription and settle the right publish, a repeated `Nats-Msg-Id` is a duplicate, the server's errors and its
  * silence are rejections (counted), the window bounds what is in flight, and a close settles everything.
  */
-import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { DiscardPolicy, jetstreamManager, JetStreamApiError, StorageType, type JetStreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { PipelinedPublisher } from "../../src/streams/jetstream/index.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
+import { natsForSuite } from "../support/nats.ts";
 
 const utf8 = new TextEncoder();
 
-let nats: TestNats;
-let nc: NatsConnection;
+const suite = natsForSuite();
 let jsm: JetStreamManager;
 
 beforeAll(async () => {
-  nats = await startNats();
-  nc = await connect({ servers: nats.url });
-  jsm = await jetstreamManager(nc);
+  jsm = await jetstreamManager(suite.nc);
   await jsm.streams.add({ name: "PP", subjects: ["pp.>"], storage: StorageType.Memory, duplicate_window: 60_000_000_000 });
   await jsm.streams.add({ name: "PP_ONE", subjects: ["one.>"], storage: StorageType.Memory, max_msgs: 1, discard: DiscardPolicy.New });
 });
 
-afterAll(async () => {
-  await nc?.close();
-  await nats?.dispose();
-});
-
 describe("PipelinedPublisher", () => {
   it("settles each publish with its own ack, in the stream, in publish order", async () => {
-    const p = new PipelinedPublisher(nc, { window: 64 });
+    const p = new PipelinedPublisher(suite.nc, { window: 64 });
     const n = 2_000;
     const acks = await Promise.all(Array.from({ length: n }, (_, i) => p.publish(`pp.a${i % 7}`, utf8.encode(String(i)), `m-${i}`)));
     // One connection keeps order: the sequences are consecutive in publish order.
@@ -48,7 +39,7 @@ describe("PipelinedPublisher", () => {
   });
 
   it("reports a repeated Nats-Msg-Id as a duplicate of the stored message", async () => {
-    const p = new PipelinedPublisher(nc);
+    const p = new PipelinedPublisher(suite.nc);
     const a = await p.publish("pp.dup", utf8.encode("x"), "dup-1");
     const b = await p.publish("pp.dup", utf8.encode("x"), "dup-1");
     expect(a.duplicate).toBe(false);
@@ -57,7 +48,7 @@ describe("PipelinedPublisher", () => {
   });
 
   it("rejects with the server's error, and when no stream listens on the subject", async () => {
-    const p = new PipelinedPublisher(nc);
+    const p = new PipelinedPublisher(suite.nc);
     await p.publish("one.a", utf8.encode("1"), "one-1");
     const full = await p.publish("one.a", utf8.encode("2"), "one-2").catch((e: unknown) => e);
     expect(full).toBeInstanceOf(JetStreamApiError);
@@ -69,12 +60,12 @@ describe("PipelinedPublisher", () => {
 
   it("rejects a publish nobody acknowledges within the timeout, and ignores its late ack", async () => {
     // A core subscriber that answers late: interest, so no 503, and no ack in time.
-    const late = nc.subscribe("silent.x", {
+    const late = suite.nc.subscribe("silent.x", {
       callback: (_e, m) => {
         setTimeout(() => m.respond(utf8.encode('{"stream":"S","seq":1}')), 600);
       },
     });
-    const p = new PipelinedPublisher(nc, { timeoutMs: 200 });
+    const p = new PipelinedPublisher(suite.nc, { timeoutMs: 200 });
     await expect(p.publish("silent.x", utf8.encode("1"), "s-1")).rejects.toThrow(/TimeoutError: no ack for the publish to silent\.x within 200 ms/);
     await new Promise((r) => setTimeout(r, 700));
     expect(p.stats).toEqual({ published: 0, failed: 1, inFlight: 0 });
@@ -83,8 +74,8 @@ describe("PipelinedPublisher", () => {
   });
 
   it("keeps at most `window` publishes in flight; a close rejects what is still pending", async () => {
-    const held = nc.subscribe("held.x", { callback: () => {} });
-    const p = new PipelinedPublisher(nc, { window: 4, timeoutMs: 60_000 });
+    const held = suite.nc.subscribe("held.x", { callback: () => {} });
+    const p = new PipelinedPublisher(suite.nc, { window: 4, timeoutMs: 60_000 });
     const results = Array.from({ length: 10 }, (_, i) => p.publish("held.x", utf8.encode(String(i)), `h-${i}`).then(() => "acked", (e: Error) => e.message));
     await new Promise((r) => setTimeout(r, 100));
     expect(p.stats.inFlight).toBe(4);

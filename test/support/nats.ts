@@ -4,6 +4,8 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll } from "vitest";
 import { freePort, waitFor } from "./ports.ts";
 
 const CONF = fileURLToPath(new URL("../../nats.conf", import.meta.url));
@@ -73,4 +75,21 @@ export async function startNats(): Promise<TestNats> {
       rmSync(storeDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A nats-server and one connection for a test file: started before its tests, closed and deleted after them. Read
+ * `nats` and `nc` inside hooks and tests (they are set once the server runs).
+ */
+export function natsForSuite(): { readonly nats: TestNats; readonly nc: NatsConnection } {
+  const suite = {} as { nats: TestNats; nc: NatsConnection };
+  beforeAll(async () => {
+    suite.nats = await startNats();
+    suite.nc = await natsConnect({ servers: suite.nats.url });
+  }, 30_000);
+  afterAll(async () => {
+    await suite.nc?.close();
+    await suite.nats?.dispose();
+  });
+  return suite;
 }
