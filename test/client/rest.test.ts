@@ -85,7 +85,7 @@ describe("PegClient errors", () => {
   });
 
   it("carries Retry-After (seconds or an HTTP date) and says what is worth retrying", async () => {
-    const client = (r: Response) => new PegClient({ baseUrl: "http://o", fetch: async () => r });
+    const client = (r: Response) => new PegClient({ baseUrl: "http://o", fetch: async () => r, retry: false }); // retries: rest-retry.test.ts
     const limited = await failure(client(json(429, { error: "rate_limited", message: "slow down" }, { "retry-after": "17" })).get("/v1/assets"));
     expect(limited).toMatchObject({ code: "rate_limited", status: 429, retryAfterSecs: 17, retryable: true });
     const at = new Date(Date.now() + 30_000).toUTCString();
@@ -100,7 +100,7 @@ describe("PegClient errors", () => {
   });
 
   it("reports a body that is not an ApiError, or an unknown code, as unexpected_response", async () => {
-    const client = (r: Response) => new PegClient({ baseUrl: "http://o", fetch: async () => r });
+    const client = (r: Response) => new PegClient({ baseUrl: "http://o", fetch: async () => r, retry: false }); // retries: rest-retry.test.ts
     const html = await failure(client(new Response("<html>Bad gateway</html>", { status: 502, headers: { "content-type": "text/html" } })).get("/v1/assets"));
     expect(html).toMatchObject({ code: "unexpected_response", status: 502, retryable: true });
     expect(html.body).toEqual({ text: "<html>Bad gateway</html>" });
@@ -112,11 +112,11 @@ describe("PegClient errors", () => {
   });
 
   it("turns no answer into network_error (refused, or past the timeout)", async () => {
-    const refused = await failure(new PegClient({ baseUrl: "http://127.0.0.1:1" }).get("/healthz"));
+    const refused = await failure(new PegClient({ baseUrl: "http://127.0.0.1:1", retry: false }).get("/healthz"));
     expect(refused).toMatchObject({ code: "network_error", status: 0, retryable: true });
     expect(refused.cause).toBeDefined();
     const hang = (req: Request) => new Promise<Response>((_, reject) => req.signal.addEventListener("abort", () => reject(req.signal.reason)));
-    const slow = await failure(new PegClient({ baseUrl: "http://o", fetch: hang, timeoutMs: 50 }).get("/healthz"));
+    const slow = await failure(new PegClient({ baseUrl: "http://o", fetch: hang, timeoutMs: 50, retry: false }).get("/healthz"));
     expect(slow).toMatchObject({ code: "network_error", status: 0 });
     expect(slow.message).toMatch(/no answer within 50 ms/);
   });

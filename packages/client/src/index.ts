@@ -1,7 +1,8 @@
 /**
  * `@peg-oracle/client`: the peg-risk oracle for programs, in Node (>= 20) and in browsers.
  *
- * - `PegClient`: the REST API, typed from the service's OpenAPI document; failures throw `ApiError`.
+ * - `PegClient`: the REST API, typed from the service's OpenAPI document; failures throw `ApiError`; idempotent calls
+ *   are retried.
  * - `PegStream`: the live stream (`/v1/ws`): every transition exactly once, in order, across reconnects and restarts.
  * - `verifyReceipt`: re-derives a receipt offline with the methodology itself (what `peg-oracle verify` runs).
  * - `verifyWebhook`: checks a webhook delivery's Ed25519 signature and timestamp.
@@ -9,7 +10,8 @@
  *
  * Quick starts for each: packages/client/README.md; runnable programs: examples/client-*.ts.
  */
-export { PegClient, type PegClientOptions, type PathsWith, type Success } from "./rest.ts";
+export { PegClient, type CallOptions, type PegClientOptions, type PathsWith, type Success } from "./rest.ts";
+export type { RetryInfo, RetryOptions, RetryStatus } from "./retry.ts";
 export { ApiError, SERVER_ERROR_CODES, isServerErrorCode, type ApiErrorCode, type ClientErrorCode, type ServerErrorCode } from "./errors.ts";
 export { parseDecimal, type Decimal } from "./decimal.ts";
 export { PegStream } from "./peg-stream.ts";

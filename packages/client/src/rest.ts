@@ -1,10 +1,13 @@
 /**
  * The typed REST client: openapi-fetch over the types generated from the service's OpenAPI document, with one
- * difference in use: a call returns the success body, and every failure throws an `ApiError`.
+ * difference in use: a call returns the success body, and every failure throws an `ApiError`. Idempotent calls are
+ * retried (retry.ts).
  */
 import createClient, { type Client, type FetchResponse, type MaybeOptionalInit } from "openapi-fetch";
 import { ApiError, apiErrorFromResponse } from "./errors.ts";
 import type { paths } from "./generated/schema.ts";
+import { IDEMPOTENT_METHODS, fetchWithRetry, retryPolicy, type RetryOptions, type Transport } from "./retry.ts";
+import type { StreamTimers } from "./stream-options.ts";
 
 type Method = "get" | "put" | "post" | "patch" | "delete";
 
@@ -15,7 +18,33 @@ type RequiredKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? never : K
 /** The init argument is optional exactly when the operation has no required parameter or body. */
 type InitArgs<I> = [RequiredKeys<I>] extends [never] ? [init?: I] : [init: I];
 type Operation<P extends keyof paths, M extends Method> = paths[P] extends { [K in M]: infer O extends Record<string | number, unknown> } ? O : never;
-type Init<P extends keyof paths, M extends Method> = MaybeOptionalInit<{ [K in M]: Operation<P, M> }, M>;
+type Init<P extends keyof paths, M extends Method> = MaybeOptionalInit<{ [K in M]: Operation<P, M> }, M> & CallOptions;
+
+/**
+ * What a single call may add to openapi-fetch's init (`params`, `body`, `parseAs`, `headers`, `signal`, ...).
+ *
+ * @example
+ * ```ts
+ * const ac = new AbortController();
+ * setTimeout(() => ac.abort(), 2_000);                        // give up after 2 s, retry waits included
+ * const card = await client.get("/v1/assets/{symbol}", { params: { path: { symbol: "USDC" } }, signal: ac.signal, retry: { retries: 1 } });
+ * await client.post("/v1/auth/logout", { idempotent: true });  // logging out twice does no harm: retry it
+ * ```
+ */
+export interface CallOptions {
+  /** This call's retries: `false` for none, or options over the client's (`PegClientOptions.retry`). */
+  readonly retry?: RetryOptions | false;
+  /**
+   * Whether repeating the call is harmless, so it may be retried. Default: by method (GET, HEAD, OPTIONS, PUT and
+   * DELETE yes; POST and PATCH no). A DELETE retried after its answer was lost may answer 404: it is gone either way.
+   */
+  readonly idempotent?: boolean;
+  /**
+   * Cancels the call: the request in flight, or the wait before a retry. It then fails with `ApiError`
+   * `network_error` whose `cause` is the signal's reason.
+   */
+  readonly signal?: AbortSignal | null;
+}
 
 /** The success body of `M P` (for `parseAs: "text"` a string); `undefined` for an operation that answers no content. */
 export type Success<P extends keyof paths, M extends Method, I = object> =
@@ -31,13 +60,30 @@ export interface PegClientOptions {
    * every call; a function is asked before each call (return null for none). Only the `/v1/me/*` routes need it.
    */
   readonly token?: string | (() => string | null | undefined);
-  /** Milliseconds before a call is abandoned with `network_error` (default 10,000; 0 for none). */
+  /** Milliseconds before an attempt is abandoned with `network_error` (default 10,000; 0 for none); each retry has its own. */
   readonly timeoutMs?: number;
+  /**
+   * Retries of idempotent calls on no answer, 429, 502, 503 and 504 (default `{ retries: 3, baseMs: 500, maxMs:
+   * 10_000, maxRetryAfterMs: 60_000 }`: waits of 0.25-0.5 s, 0.5-1 s, 1-2 s, or what `Retry-After` asks); `false`
+   * for none. Per call: `CallOptions`.
+   */
+  readonly retry?: RetryOptions | false;
   /** The fetch to use (default `globalThis.fetch`). */
   readonly fetch?: (request: Request) => Promise<Response>;
   /** Headers sent on every call. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** Timers of the retry waits (default the global ones; tests drive them on a simulated clock). */
+  readonly timers?: StreamTimers;
+  /** Epoch-ms clock, to read a `Retry-After` HTTP date (default `Date.now`). */
+  readonly now?: () => number;
+  /** Uniform [0, 1) for the backoff jitter (default `Math.random`). */
+  readonly random?: () => number;
 }
+
+const globalTimers: StreamTimers = {
+  setTimeout: (fn, ms) => globalThis.setTimeout(fn, ms),
+  clearTimeout: (h) => globalThis.clearTimeout(h as ReturnType<typeof setTimeout>),
+};
 
 /**
  * The service's REST API, typed from its OpenAPI document (`packages/client/src/generated/schema.ts`): paths,
@@ -52,18 +98,27 @@ export interface PegClientOptions {
  * ```
  */
 export class PegClient {
-  /** The underlying openapi-fetch client (answers `{ data, error, response }` instead of throwing). */
+  /** The underlying openapi-fetch client (answers `{ data, error, response }` instead of throwing); it retries like the methods. */
   readonly raw: Client<paths>;
   readonly #timeoutMs: number;
+  readonly #retry: RetryOptions | false | undefined;
+  readonly #transport: Transport;
 
   constructor(options: PegClientOptions) {
     this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#retry = options.retry;
     const baseFetch = options.fetch ?? ((request: Request) => globalThis.fetch(request));
-    const timeoutMs = this.#timeoutMs;
+    this.#transport = {
+      fetch: baseFetch,
+      timeoutMs: this.#timeoutMs,
+      timers: options.timers ?? globalTimers,
+      now: options.now ?? Date.now,
+      random: options.random ?? Math.random,
+    };
     this.raw = createClient<paths>({
       baseUrl: options.baseUrl.replace(/\/+$/, ""),
       ...(options.headers === undefined ? {} : { headers: { ...options.headers } }),
-      fetch: (request) => baseFetch(timeoutMs > 0 ? new Request(request, { signal: AbortSignal.any([request.signal, AbortSignal.timeout(timeoutMs)]) }) : request),
+      fetch: (request) => fetchWithRetry(request, IDEMPOTENT_METHODS.has(request.method) ? retryPolicy(this.#retry) : null, this.#transport),
     });
     const token = options.token;
     if (token !== undefined) {
@@ -105,15 +160,24 @@ export class PegClient {
   async #call<T>(method: "GET" | "PUT" | "POST" | "PATCH" | "DELETE", path: string, init: unknown): Promise<T> {
     // The typed signatures above are openapi-fetch's; this untyped call is the one place they meet its runtime.
     const call = this.raw[method] as unknown as (path: string, init: unknown) => Promise<{ data?: unknown; error?: unknown; response: Response }>;
+    const { retry, idempotent, ...rest } = (init ?? {}) as CallOptions & { fetch?: (request: Request) => Promise<Response> };
+    const policy = (idempotent ?? IDEMPOTENT_METHODS.has(method)) ? retryPolicy(this.#retry, retry) : null;
+    const transport = rest.fetch === undefined ? this.#transport : { ...this.#transport, fetch: rest.fetch };
     let r: { data?: unknown; error?: unknown; response: Response };
     try {
-      r = await call(path, init);
+      r = await call(path, { ...rest, fetch: (request: Request) => fetchWithRetry(request, policy, transport) });
     } catch (e) {
-      const why = e instanceof Error ? (e.name === "TimeoutError" ? `no answer within ${this.#timeoutMs} ms` : e.message) : String(e);
-      throw new ApiError("network_error", `${method} ${path}: ${why}`, { status: 0, cause: e });
+      throw new ApiError("network_error", `${method} ${path}: ${this.#why(e, rest.signal)}`, { status: 0, cause: e });
     }
     // openapi-fetch reports an empty error answer (e.g. a bodiless 404) with `error` undefined: decide on the status.
     if (r.response.ok) return r.data as T;
-    throw apiErrorFromResponse(r.response, r.error ?? null, Date.now());
+    throw apiErrorFromResponse(r.response, r.error ?? null, this.#transport.now());
+  }
+
+  #why(e: unknown, signal: AbortSignal | null | undefined): string {
+    const text = e instanceof Error ? e.message : String(e);
+    if (signal?.aborted === true) return `aborted by the caller's signal (${text})`;
+    if (e instanceof Error && e.name === "TimeoutError") return `no answer within ${this.#timeoutMs} ms`;
+    return text;
   }
 }
