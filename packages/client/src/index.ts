@@ -2,7 +2,7 @@
  * `@peg-oracle/client`: the peg-risk oracle for programs, in Node (>= 20) and in browsers.
  *
  * - `PegClient`: the REST API, typed from the service's OpenAPI document; failures throw `ApiError`; idempotent calls
- *   are retried.
+ *   are retried; `alerts()` and `auditLog()` walk the list endpoints page by page.
  * - `PegStream`: the live stream (`/v1/ws`): every transition exactly once, in order, across reconnects and restarts.
  * - `verifyReceipt`: re-derives a receipt offline with the methodology itself (what `peg-oracle verify` runs).
  * - `verifyWebhook`: checks a webhook delivery's Ed25519 signature and timestamp.
@@ -12,6 +12,7 @@
  */
 export { PegClient, type CallOptions, type PegClientOptions, type PathsWith, type Success } from "./rest.ts";
 export type { RetryInfo, RetryOptions, RetryStatus } from "./retry.ts";
+export type { AlertFilters, AlertRow, AuditFilters, AuditRow, PageOptions } from "./paginate.ts";
 export { ApiError, SERVER_ERROR_CODES, isServerErrorCode, type ApiErrorCode, type ClientErrorCode, type ServerErrorCode } from "./errors.ts";
 export { parseDecimal, type Decimal } from "./decimal.ts";
 export { PegStream } from "./peg-stream.ts";

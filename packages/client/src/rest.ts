@@ -1,11 +1,12 @@
 /**
  * The typed REST client: openapi-fetch over the types generated from the service's OpenAPI document, with one
  * difference in use: a call returns the success body, and every failure throws an `ApiError`. Idempotent calls are
- * retried (retry.ts).
+ * retried (retry.ts), and the two list endpoints can be walked as one sequence of rows (paginate.ts).
  */
 import createClient, { type Client, type FetchResponse, type MaybeOptionalInit } from "openapi-fetch";
 import { ApiError, apiErrorFromResponse } from "./errors.ts";
 import type { paths } from "./generated/schema.ts";
+import { alertRows, auditRows, type AlertFilters, type AlertRow, type AuditFilters, type AuditRow, type PageOptions } from "./paginate.ts";
 import { IDEMPOTENT_METHODS, fetchWithRetry, retryPolicy, type RetryOptions, type Transport } from "./retry.ts";
 import type { StreamTimers } from "./stream-options.ts";
 
@@ -95,6 +96,7 @@ const globalTimers: StreamTimers = {
  * const card = await client.get("/v1/assets/{symbol}", { params: { path: { symbol: "USDC" } } });
  * console.log(card.state, card.discount);                   // "PEGGED" "0.0001…" (a string, exact)
  * const alerts = await client.get("/v1/alerts", { params: { query: { limit: 10 } } });
+ * for await (const row of client.auditLog({ asset: "USDC" }, { max: 500 })) console.log(row.id, row.to_state);
  * ```
  */
 export class PegClient {
@@ -155,6 +157,37 @@ export class PegClient {
   /** `DELETE path`: the success body (undefined for 204), or throws `ApiError`. */
   delete<P extends PathsWith<"delete">, I extends Init<P, "delete">>(path: P, ...init: InitArgs<I>): Promise<Success<P, "delete", I>> {
     return this.#call("DELETE", path, init[0]);
+  }
+
+  /**
+   * Every transition of `/v1/alerts` (newest first, down to `since` if given), fetched page by page as the loop asks;
+   * a transition published during the walk is not yielded twice. Each page is a GET, retried like one.
+   *
+   * @example
+   * ```ts
+   * for await (const a of client.alerts({ since: "2026-11-01T00:00:00Z" }, { max: 1_000 })) {
+   *   console.log(a.detected_at, a.asset, a.from_state, "->", a.to_state);
+   * }
+   * ```
+   */
+  alerts(filters: AlertFilters = {}, options: PageOptions = {}): AsyncGenerator<AlertRow, void, undefined> {
+    return alertRows((query, signal) => this.get("/v1/alerts", { params: { query }, signal: signal ?? null }), filters, options);
+  }
+
+  /**
+   * Every receipt of the audit ledger matching `filters` (newest first), following `next_before` until the last page.
+   * Each page is a GET, retried like one. `signal` stops the walk, the request in flight included.
+   *
+   * @example
+   * ```ts
+   * const signal = AbortSignal.timeout(30_000);
+   * for await (const row of client.auditLog({ state: "DEPEG", from: "2026-11-01T00:00:00Z", to: "2026-11-26T00:00:00Z" }, { signal })) {
+   *   console.log(row.id, row.asset, row.to_state, row.receipt_sha256);
+   * }
+   * ```
+   */
+  auditLog(filters: AuditFilters = {}, options: PageOptions = {}): AsyncGenerator<AuditRow, void, undefined> {
+    return auditRows((query, signal) => this.get("/v1/audit", { params: { query }, signal: signal ?? null }), filters, options);
   }
 
   async #call<T>(method: "GET" | "PUT" | "POST" | "PATCH" | "DELETE", path: string, init: unknown): Promise<T> {
