@@ -134,7 +134,10 @@ export interface Config {
    * trusted proxy.
    */
   readonly trustedProxies: readonly string[];
-  /** Lower-case hex commit of the running build, hashed into receipts; `""` when unknown. Default `""`. */
+  /**
+   * Lower-case hex commit of the running build, hashed into receipts. Default: the commit `parseConfig` is given as
+   * `build.gitSha` (main.ts reads it from the checkout or build-info.json: src/build-info.ts); `""` when unknown.
+   */
   readonly gitSha: string;
   /** Enables the methodology's intrinsic-liveness gate. Default false. */
   readonly intrinsicLivenessGate: boolean;
@@ -220,7 +223,7 @@ export const CONFIG_VARIABLES = [
   { name: "RATE_LIMIT_PER_MIN", default: "60", secret: false, description: "Public requests per minute per client IP, integer >= 1." },
   { name: "RATE_LIMIT_IPV6_PREFIX", default: "64", secret: false, description: "Prefix length (bits, integer 1-128) that keys the rate limit of IPv6 clients: all addresses of one /64 (default) share one budget. IPv4 and IPv4-mapped IPv6 clients are keyed by their IPv4 address." },
   { name: "TRUST_PROXY", default: "false", secret: false, description: "Read the client IP from X-Forwarded-For: false (default), true (the connected peer is the one trusted proxy), or a comma-separated list of trusted proxy IP addresses." },
-  { name: "GIT_SHA", default: "", secret: false, description: "Hex commit (7-40 digits) of the running build, hashed into receipts." },
+  { name: "GIT_SHA", default: "", secret: false, description: "Hex commit (7-40 digits) of the running build, hashed into receipts. Unset: the checkout's HEAD (read from .git), else build-info.json (peg-oracle build-info); the service warns at start when neither exists." },
   { name: "INTRINSIC_LIVENESS_GATE", default: "false", secret: false, description: "Enable the intrinsic-liveness gate: true/false/1/0/yes/no." },
   { name: "SUSTAINED_SECS", default: String(DEFAULT_SUSTAINED_SECS), secret: false, description: "Seconds a DRIFT-or-worse state must be held to count as sustained, integer >= 1." },
   { name: "LOG_LEVEL", default: "info", secret: false, description: "debug, info, warn or error." },
@@ -281,9 +284,10 @@ const MAX_SHOWN = 120;
 
 /**
  * Builds the configuration from environment text. Empty (or blank) values count as unset, so `FOO=` in an env file
- * means "use the default". Throws one `ConfigError` listing every invalid variable.
+ * means "use the default". Throws one `ConfigError` listing every invalid variable. `build.gitSha` is the running
+ * code's commit, GIT_SHA's default (absent: `""`).
  */
-export function parseConfig(env: Readonly<Record<string, string | undefined>>): Config {
+export function parseConfig(env: Readonly<Record<string, string | undefined>>, build: { readonly gitSha?: string } = {}): Config {
   const issues: ConfigIssue[] = [];
 
   /** Reads one variable (or its default) through `parse`; records an issue and returns `fallback` on failure. */
@@ -341,7 +345,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
       const t = read("TRUST_PROXY", parseTrustProxy, { trust: false, proxies: [] as readonly string[] });
       return { trustProxy: t.trust, trustedProxies: t.proxies };
     })(),
-    gitSha: read("GIT_SHA", parseGitSha, ""),
+    gitSha: read("GIT_SHA", parseGitSha, build.gitSha ?? ""),
     intrinsicLivenessGate: read("INTRINSIC_LIVENESS_GATE", parseBoolean, false),
     // Capped so the window in milliseconds still fits a timer (2^31 - 1 ms, about 24.8 days).
     sustainedSecs: read("SUSTAINED_SECS", integerIn(1, 2_147_483), DEFAULT_SUSTAINED_SECS),

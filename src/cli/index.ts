@@ -20,7 +20,10 @@ usage:
   peg-oracle webhook-keys rotate [--json]           rotate the running service's webhook signing key (the old
                                                     key stays listed as retiring for 7 days)
   peg-oracle mcp                                    the agent tools (MCP) over stdio for a local MCP client: free
-                                                    tools; paid tools are on the service's /mcp endpoint`;
+                                                    tools; paid tools are on the service's /mcp endpoint
+  peg-oracle build-info [--dir DIR]                 write DIR/build-info.json (default DIR: the repository root) naming
+                                                    the commit (GIT_SHA, else the checkout's HEAD), for a copy of the
+                                                    code that runs without .git`;
 
 /**
  * Runs one CLI command and resolves with its exit code. `serve` resolves when the service has shut down. Each command's
@@ -36,7 +39,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
   if (command === "scenarios") return (await import("./scenarios.ts")).scenariosCommand(rest, io);
   let config;
   try {
-    config = parseConfig(io.env);
+    config = parseConfig(io.env, io.build === undefined ? {} : { gitSha: io.build.sha });
   } catch (e) {
     if (e instanceof ConfigError) {
       writeLine(io.stderr, e.message);
@@ -60,6 +63,8 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
       const { webhookKeysCommand } = await import("./webhook-keys.ts");
       return webhookKeysCommand(rest, io, config);
     }
+    case "build-info":
+      return (await import("./build-info.ts")).buildInfoCommand(rest, io, config.gitSha);
     case "mcp":
       return (await import("./mcp.ts")).mcpCommand(rest, io, { config, catalog });
     case "serve": {

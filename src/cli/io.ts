@@ -1,4 +1,5 @@
 import type { Readable, Writable } from "node:stream";
+import type { BuildCommit } from "../build-info.ts";
 
 /** Where a CLI command writes: injected so commands are testable in-process. */
 export interface CliIO {
@@ -7,6 +8,11 @@ export interface CliIO {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** What `peg-oracle mcp` reads MCP messages from; absent where a command has no input. */
   readonly stdin?: Readable;
+  /**
+   * The running code's commit as main.ts found it (src/build-info.ts): GIT_SHA's default. Absent (in-process callers,
+   * tests): no default, so `git_sha` is `""` unless GIT_SHA is set.
+   */
+  readonly build?: BuildCommit;
 }
 
 /** Exit codes shared by every command (verify adds its own 0/1/2/3). */

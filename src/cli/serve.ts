@@ -1,3 +1,4 @@
+import { unknownCommitWarning } from "../build-info.ts";
 import type { Catalog } from "../catalog/index.ts";
 import { systemClock } from "../clock.ts";
 import { featureNotices, type Config } from "../config.ts";
@@ -32,6 +33,8 @@ export async function serveCommand(_args: readonly string[], io: CliIO, deps: { 
   }
   if (verdict.kind === "warn") log("warn", verdict.message, lifecycle);
   for (const note of featureNotices(config)) log("warn", note);
+  const unknownCommit = unknownCommitWarning(config.gitSha, io.build);
+  if (unknownCommit !== null) log("warn", unknownCommit);
   // Signals are handled from the first instant: one that arrives during start-up shuts down right after it.
   const signalled = new Promise<NodeJS.Signals>((resolve) => {
     let count = 0;

@@ -15,6 +15,7 @@ import { rank, replayBundle, verifyBundle } from "../../src/methodology/index.ts
 import { systemClock } from "../../src/clock.ts";
 import { replayScenario } from "../../src/streams/sources/scenario/replay.ts";
 import { openStore } from "../../src/store/index.ts";
+import { GIT_SHA } from "../methodology/helpers.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { freePort } from "../support/ports.ts";
@@ -29,10 +30,11 @@ const KILLS = 3;
 const catalog = loadShippedCatalog();
 const expected = replayScenario(loadScenario(SCENARIO), {
   resolve: (s) => catalog.bySymbol(s),
-  gitSha: "",
+  gitSha: GIT_SHA,
 }).receipts;
 
-const serve = (env: Record<string, string>): ServeProcess => spawnServe({ FEED: `scenario:${SCENARIO}`, SCENARIO_SPEED: SPEED, ...env });
+// Receipts are compared hash for hash with the replay: the service runs with this GIT_SHA, not the checkout's HEAD.
+const serve = (env: Record<string, string>): ServeProcess => spawnServe({ FEED: `scenario:${SCENARIO}`, SCENARIO_SPEED: SPEED, GIT_SHA, ...env });
 
 describe.each(["postgres", "pglite"] as const)("kill -9 during a burst of transitions (%s)", (backend) => {
   let nats: TestNats;

@@ -30,6 +30,7 @@ import { replayBundle, verifyBundle, type Receipt } from "../../src/methodology/
 import { LEASE_BUCKET, type LeaseValue } from "../../src/streams/jetstream/leases.ts";
 import { replayScenario } from "../../src/streams/sources/scenario/replay.ts";
 import { openStore } from "../../src/store/index.ts";
+import { GIT_SHA } from "../methodology/helpers.ts";
 import { startNatsCluster, type TestNatsCluster } from "../support/nats-cluster.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { freePort, sleep, waitFor } from "../support/ports.ts";
@@ -48,7 +49,8 @@ const scenarioMints = new Set(assets.map((a) => a.mint));
 // The engines lease every active asset; the scenario feeds 12 of them.
 const mints = catalog.active.map((a) => a.mint);
 // The engines keep running after the last sample, so dwells pending then commit too: replay past every deadline.
-const expected = replayScenario({ ...scenario, until: lastTs + 10 * 60_000 }, { resolve: (s) => catalog.bySymbol(s), gitSha: "" }).receipts;
+// The engines' receipts are compared hash for hash: they run with this GIT_SHA, not the checkout's HEAD (which moves).
+const expected = replayScenario({ ...scenario, until: lastTs + 10 * 60_000 }, { resolve: (s) => catalog.bySymbol(s), gitSha: GIT_SHA }).receipts;
 
 type Msg = Record<string, unknown> & { type: string };
 
@@ -117,6 +119,7 @@ describe("scale-out on a three-node NATS cluster", () => {
       SCENARIO_SPEED: String(SPEED),
       // Live-style: what an engine missed comes only from the samples it received (RecentSamples), never the file.
       SCENARIO_CATCHUP: "received",
+      GIT_SHA,
       HOST: "127.0.0.1",
       RATE_LIMIT_PER_MIN: "1000000",
     };
