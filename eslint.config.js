@@ -15,6 +15,7 @@ export default tseslint.config(
       ".tmp/**",
       "packages/client/src/generated/**",
       "packages/client/browser/**",
+      "packages/*/dist/**",
     ],
   },
   js.configs.recommended,

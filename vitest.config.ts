@@ -1,3 +1,4 @@
+import { defaultServerConditions } from "vite";
 import { configDefaults, defineConfig } from "vitest/config";
 
 /**
@@ -6,11 +7,20 @@ import { configDefaults, defineConfig } from "vitest/config";
  * and wait out what a real restart costs (faults, the webhook schedule across a restart), the two-engine scale-out
  * and the browser run. `.ci/run` runs both. Where the time went is in the README's Tests section.
  */
-export const SLOW_SUITE = ["test/faults/**/*.test.ts", "test/scale/**/*.test.ts", "test/browser/**/*.test.ts", "test/webhooks/restart.test.ts"];
+export const SLOW_SUITE = ["test/faults/**/*.test.ts", "test/scale/**/*.test.ts", "test/browser/**/*.test.ts", "test/webhooks/restart.test.ts", "test/package/**/*.test.ts"];
 
 const slow = process.env["PEG_SLOW"] === "1";
 
+/**
+ * `@peg-oracle/client` resolves to its TypeScript source in this repository's tests (the `@peg-oracle/source` export
+ * condition, as in tsconfig.json), so a change to the package is tested without a build; what the package ships
+ * (`dist/`, built by `npm run client:build`) is tested from its tarball by test/client/package-tarball.test.ts.
+ */
+const SOURCE_CONDITIONS = ["@peg-oracle/source", ...defaultServerConditions];
+
 export default defineConfig({
+  resolve: { conditions: SOURCE_CONDITIONS },
+  ssr: { resolve: { conditions: SOURCE_CONDITIONS, externalConditions: ["@peg-oracle/source"] } },
   test: {
     include: slow ? SLOW_SUITE : ["test/**/*.test.ts", "src/**/*.test.ts"],
     exclude: slow ? configDefaults.exclude : [...configDefaults.exclude, ...SLOW_SUITE],

@@ -1,7 +1,7 @@
 /**
  * `@peg-oracle/client` in a real browser (playwright-core driving Debian's chromium) against the running service.
  *
- * The package entry is bundled for the browser platform with esbuild exactly as `npm run client:build` bundles the
+ * The package entry is bundled for the browser platform with esbuild exactly as `npm run client:browser` bundles the
  * module the dashboard serves (packages/client/scripts/build-browser.ts), which fails on any Node built-in
  * (`node:crypto`, `Buffer` has no polyfill either): the bundle building at all is the "no Node built-ins" check, for
  * the package and for the methodology and wire code `verifyReceipt` and `verifyWebhook` run. The page is a web app of its own origin (a second port; the API

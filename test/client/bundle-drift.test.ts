@@ -2,7 +2,7 @@
  * The client's committed browser module (packages/client/browser/peg-client.js, what the dashboard loads) is up to
  * date: building it again from the package's sources gives the committed file byte for byte. When this fails, the
  * package, the methodology or wire code it runs, one of its runtime packages or esbuild changed: run
- * `npm run client:build` and commit the result.
+ * `npm run client:browser` and commit the result.
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
@@ -12,8 +12,8 @@ describe("packages/client/browser/peg-client.js", () => {
   it("is what esbuild builds from the package's current sources", async () => {
     const committed = readFileSync(BUNDLE_FILE, "utf8");
     const fresh = await browserBundle();
-    expect(fresh.length, "the browser module is stale: run `npm run client:build`").toBe(committed.length);
-    expect(fresh === committed, "the browser module is stale: run `npm run client:build`").toBe(true);
+    expect(fresh.length, "the browser module is stale: run `npm run client:browser`").toBe(committed.length);
+    expect(fresh === committed, "the browser module is stale: run `npm run client:browser`").toBe(true);
   });
 
   it("is one self-contained ES module exporting the package's names, with no Node built-in", async () => {
