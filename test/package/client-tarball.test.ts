@@ -236,11 +236,13 @@ describe("npx peg-verify", () => {
     const url = await npx([receiptUrl]);
     expect(url.code, url.stderr).toBe(0);
     // The same answers as the repository's `peg-oracle verify`, line for line and code for code.
-    for (const file of ["bundle.json", "tampered.json", "not-json.json"]) {
+    const tamperedText = readFileSync(join(app, "tampered.json"), "utf8");
+    const cases: { ref: string; stdin?: string }[] = [{ ref: "bundle.json" }, { ref: "tampered.json" }, { ref: "not-json.json" }, { ref: "-", stdin: tamperedText }, { ref: receiptUrl }];
+    for (const { ref, stdin } of cases) {
       for (const flags of [[], ["--json"]]) {
-        const ours = await npx([file, ...flags]);
-        const cli = await sh(process.execPath, ["--import", "tsx", join(ROOT, "src/main.ts"), "verify", file, ...flags], app);
-        expect({ code: ours.code, stdout: ours.stdout, stderr: ours.stderr }, `${file} ${flags.join(" ")}`).toEqual({ code: cli.code, stdout: cli.stdout, stderr: cli.stderr });
+        const ours = await npx([ref, ...flags], stdin);
+        const cli = await sh(process.execPath, ["--import", "tsx", join(ROOT, "src/main.ts"), "verify", ref, ...flags], app, stdin);
+        expect({ code: ours.code, stdout: ours.stdout, stderr: ours.stderr }, `${ref} ${flags.join(" ")}`).toEqual({ code: cli.code, stdout: cli.stdout, stderr: cli.stderr });
       }
     }
     // And on the other Node lines.
