@@ -7,14 +7,21 @@
  *   node --import tsx examples/mcp-agent.ts --stdio                              # spawns `peg-oracle mcp` (local)
  *   node --import tsx examples/mcp-agent.ts URL --pay ~/.config/solana/id.json [--rpc https://api.devnet.solana.com]
  *
+ * `--stdio` starts this checkout's `peg-oracle mcp` (`bin/peg-oracle.js`, so from any working directory) with your
+ * environment and working directory: it reads the store your DATABASE_URL or DATA_DIR names (a relative DATA_DIR, and
+ * the default `./data`, from where you run this), with your SOLANA_RPC_URL, SECRETS_KEY and the rest, as `npm start`
+ * would with the same settings. The store it opens is printed on stderr. On the embedded database it refuses while a
+ * service holds DATA_DIR/pg open (PGlite serves one process): use the service's /mcp then, or PostgreSQL.
+ *
  * `--pay` needs a service with X402_PAY_TO set, and a Solana CLI keypair file holding USDC on the service's
  * X402_NETWORK; the payment is made with the x402 project's client library (`@x402/core`, `@x402/svm`). Exit 0 done,
  * 1 a tool or payment failed, 2 bad arguments or no server.
  */
 import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StdioClientTransport, type StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createKeyPairSignerFromBytes } from "@solana/kit";
@@ -67,6 +74,26 @@ export async function payForFeed(client: Client, payer: x402Client, print: (line
   return settlement;
 }
 
+/** This checkout's CLI: it loads tsx relative to itself, so it runs whatever the working directory. */
+const PEG_ORACLE_BIN = fileURLToPath(new URL("../bin/peg-oracle.js", import.meta.url));
+
+/**
+ * How to start the local server: `peg-oracle mcp` with the caller's whole environment (the SDK would otherwise pass
+ * only PATH, HOME and a few more, and the server would answer from a fresh ./data) in the caller's working directory.
+ */
+export function stdioServer(env: NodeJS.ProcessEnv, cwd: string): StdioServerParameters {
+  const passed: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) passed[k] = v;
+  return { command: process.execPath, args: [PEG_ORACLE_BIN, "mcp"], env: passed, cwd, stderr: "inherit" };
+}
+
+/** The store the local server will open, for the caller to see (empty values count as unset, as for the service). */
+export function storeOf(env: NodeJS.ProcessEnv, cwd: string): string {
+  const set = (name: string) => (env[name]?.trim() ?? "") !== "";
+  if (set("DATABASE_URL")) return "PostgreSQL at DATABASE_URL";
+  return `the embedded database in ${resolve(cwd, set("DATA_DIR") ? env["DATA_DIR"]!.trim() : "./data", "pg")}`;
+}
+
 async function main(argv: readonly string[]): Promise<number> {
   const flag = (name: string): string | undefined => {
     const i = argv.indexOf(name);
@@ -75,12 +102,9 @@ async function main(argv: readonly string[]): Promise<number> {
   const stdio = argv.includes("--stdio");
   const url = argv.find((a) => /^https?:\/\//.test(a)) ?? "http://localhost:8080/mcp";
   const client = new Client({ name: "peg-oracle-example", version: "1.0.0" });
+  if (stdio) console.error(`peg-oracle mcp over stdio, reading ${storeOf(process.env, process.cwd())}`);
   try {
-    await client.connect(
-      stdio
-        ? new StdioClientTransport({ command: process.execPath, args: ["--import", "tsx", "src/main.ts", "mcp"], cwd: fileURLToPath(new URL("..", import.meta.url)) })
-        : new StreamableHTTPClientTransport(new URL(url)),
-    );
+    await client.connect(stdio ? new StdioClientTransport(stdioServer(process.env, process.cwd())) : new StreamableHTTPClientTransport(new URL(url)));
   } catch (e) {
     console.error(`cannot reach the MCP server (${stdio ? "peg-oracle mcp" : url}): ${e instanceof Error ? e.message : String(e)}`);
     return 2;
