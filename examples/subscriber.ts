@@ -6,11 +6,15 @@
  * Prints every transition of stream PEG_TRANSITIONS (an ordered consumer: only new transitions, or from stream
  * sequence N / from an instant) and every `peg.state.*` push (a core subscription: live only), one compact line
  * each, on stdout. Diagnostics go to stderr. Ctrl-C (SIGINT) or SIGTERM closes the consumer, drains the connection
- * and exits 0. Server: NATS_URL (default nats://127.0.0.1:4222; a comma-separated list is accepted).
+ * and exits 0. Server: NATS_URL (a comma-separated list is accepted); unset, the service's embedded server, whose URL
+ * the service writes to DATA_DIR/nats.url (DATA_DIR as the service reads it: default ./data, relative to the working
+ * directory); without that file, nats://127.0.0.1:4222, saying so.
  *
  * Uses only @nats-io/transport-node and @nats-io/jetstream 3.x. Subject filters are single `filter_subject` strings:
  * nats-server 2.9 rejects the array form `filter_subjects`.
  */
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
 
@@ -107,6 +111,34 @@ function parseArgs(argv: readonly string[]): Args {
   return { sinceSeq, sinceTime, mint };
 }
 
+const FALLBACK_URL = "nats://127.0.0.1:4222";
+
+/**
+ * The servers to connect to, and where they came from: NATS_URL; else the URL the service's embedded nats-server
+ * listens on (a free port chosen at its start, written to DATA_DIR/nats.url while it runs); else 4222, with a note.
+ * Empty values count as unset, as for the service.
+ */
+function natsServers(env: NodeJS.ProcessEnv, cwd: string): { servers: string[]; from: string; note: string | null } {
+  const list = (text: string) => text.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const natsUrl = list(env["NATS_URL"] ?? "");
+  if (natsUrl.length > 0) return { servers: natsUrl, from: "NATS_URL", note: null };
+  const dataDir = resolve(cwd, env["DATA_DIR"]?.trim() || "./data");
+  const file = join(dataDir, "nats.url");
+  let why: string;
+  try {
+    const servers = list(readFileSync(file, "utf8"));
+    if (servers.length > 0) return { servers, from: `${file} (the service's embedded nats-server)`, note: null };
+    why = `${file} is empty`;
+  } catch (e) {
+    why = (e as NodeJS.ErrnoException).code === "ENOENT" ? `there is no ${file} (no service with its embedded nats-server runs on DATA_DIR=${dataDir})` : `${file} cannot be read (${e instanceof Error ? e.message : String(e)})`;
+  }
+  return {
+    servers: [FALLBACK_URL],
+    from: FALLBACK_URL,
+    note: `NATS_URL is not set and ${why}: trying ${FALLBACK_URL}. Set NATS_URL, or DATA_DIR to the service's.`,
+  };
+}
+
 function transitionLine(m: JsMsg): string {
   let r: ReceiptLike;
   try {
@@ -153,7 +185,8 @@ function stateLine(subject: string, text: string): string {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const servers = (process.env["NATS_URL"] ?? "nats://127.0.0.1:4222").split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const { servers, from, note } = natsServers(process.env, process.cwd());
+  if (note !== null) process.stderr.write(`${note}\n`);
   const transitionFilter = args.mint === null ? "peg.transition.>" : `peg.transition.${args.mint}`;
   const stateSubject = args.mint === null ? "peg.state.>" : `peg.state.${args.mint}`;
 
@@ -161,7 +194,7 @@ async function main(): Promise<void> {
   try {
     nc = await connect({ servers, name: "peg-oracle-example-subscriber", maxReconnectAttempts: -1 });
   } catch (e) {
-    fail(`cannot connect to ${servers.join(",")}: ${e instanceof Error ? e.message : String(e)}`, 1);
+    fail(`cannot connect to ${servers.join(",")} (from ${from}): ${e instanceof Error ? e.message : String(e)}`, 1);
   }
 
   // Where to start. "Only new ones" is pinned to the stream's current last sequence + 1 rather than
@@ -173,7 +206,7 @@ async function main(): Promise<void> {
     startSeq = args.sinceSeq ?? info.state.last_seq + 1;
   } catch (e) {
     await nc.close();
-    fail(`stream ${STREAM} is not available (${e instanceof Error ? e.message : String(e)}): start peg-oracle first, it creates the topology`, 1);
+    fail(`stream ${STREAM} is not available (${e instanceof Error ? e.message : String(e)}): start the service first (npm start), it creates the topology`, 1);
   }
 
   const js = jetstream(nc);
@@ -204,7 +237,7 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => void stop("SIGTERM"));
 
   process.stderr.write(
-    `subscribed: ${STREAM} filter=${transitionFilter} from ${args.sinceTime !== null ? `time ${args.sinceTime}` : `seq ${startSeq}`}; ${stateSubject}\n`,
+    `subscribed: ${STREAM} filter=${transitionFilter} from ${args.sinceTime !== null ? `time ${args.sinceTime}` : `seq ${startSeq}`}; ${stateSubject}; server ${servers.join(",")} (${from})\n`,
   );
   for await (const m of messages) process.stdout.write(`${transitionLine(m)}\n`);
   // The loop ends when stop() closed the consumer (or the consumer failed): finish the orderly close either way.
