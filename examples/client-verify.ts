@@ -1,6 +1,7 @@
 /**
  * Verifies the latest receipts of a running service offline, with `verifyReceipt` (`@peg-oracle/client`): the same
- * methodology code `peg-oracle verify` runs re-derives each verdict and recomputes each hash on this machine.
+ * methodology code the CLI's `npx peg-oracle verify` runs re-derives each verdict and recomputes each hash on this
+ * machine.
  *
  *   npm start                                                          # in another terminal; the simulated market's
  *                                                                      # first transition comes about 40 s after start
