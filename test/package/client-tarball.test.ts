@@ -11,7 +11,7 @@
  */
 import { execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -24,6 +24,7 @@ import { loadScenario } from "../../src/cli/scenario-files.ts";
 import { generateSigningKey, signDelivery } from "../../src/delivery/index.ts";
 import { replayBundle } from "../../src/methodology/index.ts";
 import { replayScenario } from "../../src/streams/sources/scenario/replay.ts";
+import { nodeBinary, NODE_LINES } from "../support/node-lines.ts";
 import { freePort } from "../support/ports.ts";
 import { spawnServe, type ServeProcess } from "../support/serve.ts";
 import { CONSUMER_FILES } from "./consumer-programs.ts";
@@ -31,9 +32,6 @@ import { CONSUMER_FILES } from "./consumer-programs.ts";
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const rootPkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { devDependencies: Record<string, string>; dependencies: Record<string, string> };
-/** The Node lines users run besides 20, pinned; their binaries are cached under node_modules/.cache between runs. */
-const NODE_LINES = ["22.23.3", "24.21.0"] as const;
-const NODE_CACHE = join(ROOT, "node_modules", ".cache", "peg-node-lines");
 
 let work: string;
 let app: string;
@@ -62,16 +60,6 @@ function sh(cmd: string, args: readonly string[], cwd: string, stdin = ""): Prom
     child.stdin.end(stdin);
     child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
   });
-}
-
-async function nodeBinary(version: string): Promise<string> {
-  const dir = join(NODE_CACHE, version);
-  const bin = join(dir, "node_modules", ".bin", "node");
-  if (!existsSync(bin)) {
-    mkdirSync(dir, { recursive: true });
-    await run("npm", ["install", "--no-audit", "--no-fund", "--no-save", "--prefix", dir, `node@${version}`], { cwd: dir });
-  }
-  return bin;
 }
 
 /** Replay bundles of a shipped scenario replayed by the real engine, and a webhook delivery the service's code signed. */
