@@ -13,7 +13,6 @@
  * SIGTERM closes the stream and prints the sequence to resume from. Exit 0; 2 on bad arguments.
  */
 import { fileURLToPath } from "node:url";
-import WebSocket from "ws";
 import { PegStream, parseDecimal } from "@peg-oracle/client";
 
 interface Args {
@@ -48,8 +47,8 @@ async function main(): Promise<number> {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
-  // Node 20 has no global WebSocket: hand the `ws` package's to the stream (browsers and Node 22 need not).
-  const stream = new PegStream({ url: args.baseUrl, assets: args.assets, sinceSeq: args.sinceSeq, WebSocket });
+  // No WebSocket to pass: the global one where there is one (browsers, Node >= 22), else the `ws` package (Node 20).
+  const stream = new PegStream({ url: args.baseUrl, assets: args.assets, sinceSeq: args.sinceSeq });
   stream.on("status", (s) => {
     if (s.delayMs > 0) process.stderr.write(`stream ${s.status}: retry ${s.attempt} in ${s.delayMs} ms\n`);
     else if (s.status !== "reconnecting") process.stderr.write(`stream ${s.status}\n`);
