@@ -4,9 +4,11 @@
  * queue of a slow consumer, closing, and a randomized run of drops, crashes and restarts in which every transition
  * must arrive exactly once and in order.
  */
+import type { AddressInfo } from "node:net";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { PegStream, PegStreamError, backoffDelay, streamUrl, type PegStreamEvents, type StreamEvent, type StreamStatus } from "@peg-oracle/client";
+import { WebSocketServer } from "ws";
 import { SimulatedClock } from "../../src/clock.ts";
 import { FakeSocket, HubServer } from "./hub-server.ts";
 
@@ -279,15 +281,24 @@ describe("PegStream: closing and construction", () => {
     expect(await late.next()).toEqual({ done: true, value: undefined });
   });
 
-  it("needs a WebSocket and a usable URL", () => {
+  it("without a WebSocket given or a global one (Node 20), connects through the optional peer `ws`", async () => {
     const g = globalThis as { WebSocket?: unknown };
     const saved = g.WebSocket;
     g.WebSocket = undefined;
+    const server = new WebSocketServer({ port: 0, host: "127.0.0.1" });
+    await new Promise((r) => server.once("listening", r));
     try {
-      expect(() => new PegStream({ url: "ws://x/v1/ws" })).toThrow(/no global WebSocket/);
+      const first = new Promise<string>((resolve) => server.once("connection", (socket) => socket.once("message", (m) => resolve(String(m)))));
+      const stream = new PegStream({ url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}/v1/ws`, assets: ["USDC"] });
+      expect(JSON.parse(await first)).toEqual({ op: "subscribe", assets: ["USDC"] });
+      stream.close();
     } finally {
       g.WebSocket = saved;
+      await new Promise((r) => server.close(r));
     }
+  });
+
+  it("needs a usable URL and assets", () => {
     expect(streamUrl("http://h:8080")).toBe("ws://h:8080/v1/ws");
     expect(streamUrl("https://h/")).toBe("wss://h/v1/ws");
     expect(streamUrl("wss://h/custom/ws")).toBe("wss://h/custom/ws");

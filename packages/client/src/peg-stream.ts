@@ -13,6 +13,7 @@
  * consumers have worked their queues down to half, it reconnects with `since_seq` and the server replays the rest.
  */
 import { backoffDelay, type BackoffOptions } from "./backoff.ts";
+import { defaultWebSocket } from "./default-websocket.ts";
 import { EventQueue } from "./event-queue.ts";
 import { parseServerMessage, type ServerMessage } from "./stream-messages.ts";
 import {
@@ -55,7 +56,7 @@ const defaultTimers: StreamTimers = {
 export class PegStream implements AsyncIterable<StreamEvent> {
   readonly url: string;
   readonly assets: readonly string[];
-  readonly #Ctor: WebSocketConstructor;
+  #Ctor: WebSocketConstructor | null;
   readonly #backoff: BackoffOptions;
   readonly #heartbeatTimeoutMs: number;
   readonly #pingIntervalMs: number;
@@ -82,11 +83,7 @@ export class PegStream implements AsyncIterable<StreamEvent> {
   #fatal: PegStreamError | null = null;
 
   constructor(options: PegStreamOptions) {
-    const Ctor = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
-    if (Ctor === undefined) {
-      throw new TypeError("no global WebSocket (Node 20): pass one, e.g. `import WebSocket from \"ws\"; new PegStream({ url, WebSocket })`");
-    }
-    this.#Ctor = Ctor;
+    this.#Ctor = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket ?? null;
     this.url = streamUrl(options.url);
     this.assets = [...(options.assets ?? ["*"])];
     if (this.assets.length === 0) throw new TypeError("assets must name at least one symbol (or \"*\")");
@@ -104,7 +101,15 @@ export class PegStream implements AsyncIterable<StreamEvent> {
     // Connect on the next turn, so listeners added right after construction see everything from the first status.
     this.#retryTimer = this.#timers.setTimeout(() => {
       this.#retryTimer = null;
-      this.#connect();
+      if (this.#Ctor !== null) return this.#connect();
+      // No WebSocket given and no global one (Node 20): the optional peer `ws`, loaded once.
+      defaultWebSocket().then(
+        (Ctor) => {
+          this.#Ctor = Ctor;
+          if (this.#status !== "closed") this.#connect();
+        },
+        (e: unknown) => this.#shutdown(new PegStreamError("websocket_unavailable", e instanceof Error ? e.message : String(e), true)),
+      );
     }, 0);
   }
 
@@ -190,7 +195,7 @@ export class PegStream implements AsyncIterable<StreamEvent> {
     this.#setStatus(this.#connectAttempts++ === 0 ? "connecting" : "reconnecting");
     let ws: WebSocketLike;
     try {
-      ws = new this.#Ctor(this.url);
+      ws = new this.#Ctor!(this.url);
     } catch (e) {
       this.#emit("disconnect", { code: 1006, reason: e instanceof Error ? e.message : String(e) });
       this.#scheduleReconnect();

@@ -44,8 +44,8 @@ export interface PegStreamOptions {
    */
   readonly sinceSeq?: number | null;
   /**
-   * The WebSocket implementation. Default `globalThis.WebSocket` (browsers, Node >= 22); on Node 20 pass the `ws`
-   * package's: `import WebSocket from "ws"; new PegStream({ url, WebSocket })`.
+   * The WebSocket implementation. Default `globalThis.WebSocket` (browsers, Node >= 22), else the `ws` package
+   * (an optional peer dependency: `npm install ws` on Node 20), loaded when the stream first connects.
    */
   readonly WebSocket?: WebSocketConstructor;
   /** Reconnect backoff (default 0.5 s doubling to 30 s, equal jitter). */
@@ -63,8 +63,11 @@ export interface PegStreamOptions {
   readonly random?: () => number;
 }
 
-/** Codes of the `error` event: the server's, plus `unreadable_message` (a frame the client could not parse; skipped). */
-export type StreamErrorCode = StreamServerErrorCode | "unreadable_message";
+/**
+ * Codes of the `error` event: the server's, plus `unreadable_message` (a frame the client could not parse; skipped) and
+ * `websocket_unavailable` (fatal: no WebSocket was given, there is no global one and the optional `ws` cannot load).
+ */
+export type StreamErrorCode = StreamServerErrorCode | "unreadable_message" | "websocket_unavailable";
 
 /**
  * A problem on the stream. `fatal` ones (the server refused the subscription: `unknown_asset`, `too_many_assets`,
