@@ -36,7 +36,7 @@ function setup(opts: { assets?: readonly string[]; sinceSeq?: number | null; max
     pingIntervalMs: 20_000,
     ...(opts.maxBuffered === undefined ? {} : { maxBuffered: opts.maxBuffered }),
   });
-  const seen: { [K in keyof PegStreamEvents]: PegStreamEvents[K][] } = { transition: [], snapshot: [], state: [], hello: [], status: [], disconnect: [], slow: [], error: [] };
+  const seen: { [K in keyof PegStreamEvents]: PegStreamEvents[K][] } = { transition: [], snapshot: [], state: [], hello: [], status: [], reconnecting: [], disconnect: [], slow: [], error: [] };
   for (const k of Object.keys(seen) as (keyof PegStreamEvents)[]) stream.on(k, (p) => (seen[k] as unknown[]).push(p));
   // The stream connects on the next turn of its timers: listeners added after construction see it all.
   expect(sockets).toHaveLength(0);
@@ -163,7 +163,8 @@ describe("PegStream: reconnecting", () => {
     const first = t.sockets[0]!;
     t.clock.increment(20_000);
     t.server.pump();
-    expect(first.sent.filter((m) => m["op"] === "ping")).toHaveLength(1);
+    // The subscribe and the ping that asks the server to acknowledge it (stream-subscriptions.test.ts), then the heartbeat.
+    expect(first.sent.map((m) => m["op"])).toEqual(["subscribe", "ping", "ping"]);
     // The server answers pong, so the connection stays; then it goes silent (half-open TCP: no close event).
     t.clock.increment(30_000);
     expect(t.stream.status).toBe("open");

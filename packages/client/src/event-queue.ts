@@ -76,3 +76,59 @@ export class EventQueue<T> {
     }
   }
 }
+
+/**
+ * Every `for await` consumer's queue: an event goes to each, a consumer that leaves drops its own. `onTake` runs after
+ * each `next()` and each leave, so the owner can resume once the queues have been worked down.
+ */
+export class Consumers<T> {
+  readonly #queues = new Set<EventQueue<T>>();
+  readonly #onTake: () => void;
+
+  constructor(onTake: () => void) {
+    this.#onTake = onTake;
+  }
+
+  /** A new consumer; one that comes after `end` gets its end (and `error`) at once. */
+  iterator(ended: boolean, error?: unknown): AsyncIterator<T, undefined> {
+    const queue = new EventQueue<T>();
+    if (ended) queue.end(error);
+    else this.#queues.add(queue);
+    return {
+      next: () => {
+        const r = queue.next();
+        this.#onTake();
+        return r;
+      },
+      return: () => {
+        this.#queues.delete(queue);
+        queue.clear();
+        queue.end();
+        this.#onTake();
+        return Promise.resolve({ done: true, value: undefined });
+      },
+    };
+  }
+
+  /** Gives `item` to every consumer; returns the longest queue's length after it. */
+  push(item: T): number {
+    let most = 0;
+    for (const q of this.#queues) {
+      q.push(item);
+      if (q.size > most) most = q.size;
+    }
+    return most;
+  }
+
+  /** Whether no queue holds more than `n`. */
+  atMost(n: number): boolean {
+    for (const q of this.#queues) if (q.size > n) return false;
+    return true;
+  }
+
+  /** Every consumer ends after what it has queued (then gets `error`, if given). */
+  end(error?: unknown): void {
+    for (const q of this.#queues) q.end(error);
+    this.#queues.clear();
+  }
+}

@@ -22,6 +22,7 @@ export {
   type PegStreamEvents,
   type PegStreamOptions,
   type PegStreamStats,
+  type StatusChange,
   type StreamErrorCode,
   type StreamEvent,
   type StreamStatus,
@@ -29,6 +30,7 @@ export {
   type WebSocketConstructor,
   type WebSocketLike,
 } from "./stream-options.ts";
+export type { Subscription } from "./subscription-set.ts";
 export { backoffDelay, type BackoffOptions } from "./backoff.ts";
 export type {
   AssetStateMessage,

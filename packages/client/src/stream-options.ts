@@ -8,8 +8,20 @@ import type { HelloMessage, SnapshotMessage, StateMessage, StreamServerErrorCode
 /** What `for await (const ev of stream)` yields. */
 export type StreamEvent = TransitionMessage | SnapshotMessage | StateMessage;
 
-/** `connecting` (first attempt), `open` (subscribed), `reconnecting` (waiting or retrying), `paused` (consumer too slow), `closed`. */
+/**
+ * `connecting` (first attempt), `open` (connected; subscribed once `connected()` resolves), `reconnecting` (waiting
+ * for, or making, another attempt), `paused` (consumer too slow), `closed`.
+ */
 export type StreamStatus = "connecting" | "open" | "reconnecting" | "paused" | "closed";
+
+/**
+ * The `status` event. `reconnecting` comes once per attempt, when it is scheduled: `attempt` counts from 1 since a
+ * server last greeted the client, `delayMs` is the wait before it (0 when resuming after a pause). The others carry
+ * the attempt count at that moment and no delay.
+ */
+export type StatusChange =
+  | { readonly status: "reconnecting"; readonly attempt: number; readonly delayMs: number }
+  | { readonly status: Exclude<StreamStatus, "reconnecting">; readonly attempt: number; readonly delayMs: 0 };
 
 /** Handler parameters are checked bivariantly, so the DOM's and the `ws` package's WebSocket both fit. */
 type Handler<E> = { bivarianceHack(event: E): void }["bivarianceHack"];
@@ -66,14 +78,16 @@ export interface PegStreamOptions {
 /**
  * Codes of the `error` event: the server's, plus `unreadable_message` (a frame the client could not parse; skipped) and
  * `websocket_unavailable` (fatal: no WebSocket was given, there is no global one and the optional `ws` cannot load).
+ * `closed` is never an event: it rejects `connected()`, `subscribe()` and `unsubscribe()` once the stream is closed.
  */
-export type StreamErrorCode = StreamServerErrorCode | "unreadable_message" | "websocket_unavailable";
+export type StreamErrorCode = StreamServerErrorCode | "unreadable_message" | "websocket_unavailable" | "closed";
 
 /**
  * A problem on the stream. `fatal` ones (the server refused the subscription: `unknown_asset`, `too_many_assets`,
  * `invalid_message`) close it, and a `for await` loop throws the error after the events queued before it; the
  * others are reported and the stream carries on (`replay_truncated`: transitions older than the server's 24 h window
- * were not replayed; `rate_limited`, `too_many_connections`: retried).
+ * were not replayed; `rate_limited`: the stream sets its subscription up again on a new connection;
+ * `too_many_connections`: retried). A refused `subscribe()` / `unsubscribe()` rejects with a non-fatal one instead.
  */
 export class PegStreamError extends Error {
   constructor(
@@ -92,8 +106,10 @@ export interface PegStreamEvents {
   snapshot: SnapshotMessage;
   state: StateMessage;
   hello: HelloMessage;
-  status: { readonly status: StreamStatus; readonly attempt: number; readonly delayMs: number };
-  /** A connection ended (`code` as the socket reported it; 4001 heartbeat timeout, 4002 consumer too slow). */
+  status: StatusChange;
+  /** Once per reconnect attempt, when it is scheduled (with the `status` `reconnecting` of the same attempt). */
+  reconnecting: { readonly attempt: number; readonly delayMs: number };
+  /** A connection ended (`code` as the socket reported it; ours: 4001 heartbeat timeout, 4002 consumer too slow, 4003 resync). */
   disconnect: { readonly code: number; readonly reason: string };
   /** A consumer's queue passed `maxBuffered`: the connection is paused until the queues are down to half. */
   slow: { readonly buffered: number; readonly lastSeq: number | null };
@@ -110,9 +126,13 @@ export interface PegStreamStats {
   readonly pauses: number;
 }
 
-/** Close codes the client uses: a silent connection replaced, and a connection paused for a slow consumer. */
+/**
+ * Close codes the client uses: a silent connection replaced, a connection paused for a slow consumer, and one
+ * replaced because the server ignored a message (rate limited) whose answer it was waiting for.
+ */
 export const CLOSE_HEARTBEAT = 4001;
 export const CLOSE_SLOW_CONSUMER = 4002;
+export const CLOSE_RESYNC = 4003;
 
 /** `ws(s)://…/v1/ws` from a ws(s) URL (kept as is when it has a path) or an http(s) base URL. */
 export function streamUrl(url: string): string {
