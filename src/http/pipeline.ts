@@ -99,14 +99,24 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Hand
       routeTemplate = route?.path ?? null;
       if (route !== null && route.unlimited !== true) {
         const key = rateLimitKey(raw.ip, ipv6Prefix);
+        let b: SlidingWindowLimiter | undefined;
+        if (route.bucket !== undefined) {
+          b = buckets.get(route.bucket.name);
+          if (b === undefined) buckets.set(route.bucket.name, (b = new SlidingWindowLimiter(route.bucket.perMinute)));
+        }
         const d = limiter.take(key, now);
         addRateLimitHeaders(headers, d);
-        if (!d.allowed) throw new ApiError("rate_limited", `more than ${d.limit} requests per minute from this address`, { headers: rateLimitHeaders(d) });
-        if (route.bucket !== undefined) {
-          let b = buckets.get(route.bucket.name);
-          if (b === undefined) buckets.set(route.bucket.name, (b = new SlidingWindowLimiter(route.bucket.perMinute)));
+        if (!d.allowed) {
+          // Retry-After is when this request would pass: the route's own budget too, when it has one.
+          const wait = b === undefined ? d : { ...d, retryAfterSecs: Math.max(d.retryAfterSecs, b.waitSecs(key, now)) };
+          throw new ApiError("rate_limited", `more than ${d.limit} requests per minute from this address`, { headers: rateLimitHeaders(wait) });
+        }
+        if (b !== undefined && route.bucket !== undefined) {
           const bd = b.take(key, now);
           if (!bd.allowed) {
+            // Refused here, so not counted against the default budget either: the default budget admitted this
+            // request a moment ago and so still admits it after the route's Retry-After.
+            limiter.refund(key, now);
             const h = rateLimitHeaders(bd, route.bucket.name);
             Object.assign(headers, h);
             throw new ApiError("rate_limited", `more than ${bd.limit} ${route.bucket.name} requests per minute from this address`, { headers: h });

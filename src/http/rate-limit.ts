@@ -3,6 +3,11 @@
  * weighted by how much of it still overlaps), so the budget refills continuously with O(1) memory per client. The
  * table of clients is bounded: beyond `maxClients` the least recently seen are evicted (an evicted client starts
  * fresh, which only ever errs toward allowing), so millions of distinct addresses cannot exhaust memory.
+ *
+ * `Retry-After` keeps its word (RFC 9110 10.2.3): it is the smallest whole number of seconds after which the same
+ * client's next request is admitted, found with the very predicate `take` applies (the weighted count only falls
+ * while the client waits, also across a window's roll-over), so waiting exactly that long is admitted and waiting one
+ * second less is not. Refused requests count nothing.
  */
 export interface RateDecision {
   readonly allowed: boolean;
@@ -10,7 +15,10 @@ export interface RateDecision {
   readonly remaining: number;
   /** Seconds until the current window rolls over. */
   readonly resetSecs: number;
-  /** When refused: seconds until one more request would be allowed. */
+  /**
+   * When refused: whole seconds after which this client's next request is admitted (the ceiling of the exact wait,
+   * at least 1), if it sends nothing meanwhile. 0 when allowed.
+   */
   readonly retryAfterSecs: number;
 }
 
@@ -53,31 +61,78 @@ export class SlidingWindowLimiter {
       }
     } else {
       this.#clients.delete(key); // re-inserted below: Map order is recency order
-      if (e.window !== window) {
-        e.previous = e.window === window - 1 ? e.current : 0;
-        e.current = 0;
-        e.window = window;
-      }
     }
     this.#clients.set(key, e);
-    const into = (now - window * this.#windowMs) / this.#windowMs; // fraction of the current window elapsed
-    const weighted = e.previous * (1 - into) + e.current;
+    const weighted = this.#weighted(e, now);
     const resetSecs = Math.max(1, Math.ceil(((window + 1) * this.#windowMs - now) / 1000));
     if (weighted + 1 > this.#limit) {
-      // The weighted count falls as the previous window slides out; when it has no weight left, wait for the roll.
-      const excess = weighted + 1 - this.#limit;
-      const retryMs = e.previous > 0 ? Math.min((excess / e.previous) * this.#windowMs, (window + 1) * this.#windowMs - now) : (window + 1) * this.#windowMs - now;
-      return { allowed: false, limit: this.#limit, remaining: 0, resetSecs, retryAfterSecs: Math.max(1, Math.ceil(retryMs / 1000)) };
+      return { allowed: false, limit: this.#limit, remaining: 0, resetSecs, retryAfterSecs: this.#secondsUntilAdmitted(e, now) };
+    }
+    if (e.window !== window) {
+      e.previous = e.window === window - 1 ? e.current : 0;
+      e.current = 0;
+      e.window = window;
     }
     e.current++;
     const remaining = Math.max(0, Math.floor(this.#limit - (weighted + 1)));
     return { allowed: true, limit: this.#limit, remaining, resetSecs, retryAfterSecs: 0 };
   }
 
+  /**
+   * Gives back the request `take` counted for `key` at `now` when a later check refused it (a route's own budget),
+   * so a refused request costs no budget here either and the refusal's Retry-After holds for both budgets.
+   */
+  refund(key: string, now: number): void {
+    const e = this.#clients.get(key);
+    if (e !== undefined && e.window === Math.floor(now / this.#windowMs) && e.current > 0) e.current--;
+  }
+
+  /** Whole seconds until `take(key)` would admit a request (0: now), counting nothing. */
+  waitSecs(key: string, now: number): number {
+    const e = this.#clients.get(key);
+    if (e === undefined || this.#admits(e, now)) return 0;
+    return this.#secondsUntilAdmitted(e, now);
+  }
+
   /** Drops clients idle for two full windows (they carry no weight any more). */
   sweep(now: number): void {
     const window = Math.floor(now / this.#windowMs);
     for (const [k, e] of this.#clients) if (e.window < window - 1) this.#clients.delete(k);
+  }
+
+  /**
+   * The weighted count of `e` at `t` (not before its last request), as if its windows had rolled to `t`'s: the
+   * previous window's count weighted by its remaining overlap, plus the current window's. `take` rolls the entry to
+   * the same values, so this is the count `take` compares at `t`. Non-increasing in `t` and continuous at a
+   * roll-over (just before it the previous count weighs 0 and the current counts whole; just after it that count is
+   * the previous one, weighing 1).
+   */
+  #weighted(e: Entry, t: number): number {
+    const window = Math.floor(t / this.#windowMs);
+    const into = (t - window * this.#windowMs) / this.#windowMs; // fraction of t's window elapsed
+    if (window === e.window) return e.previous * (1 - into) + e.current;
+    if (window === e.window + 1) return e.current * (1 - into);
+    return 0;
+  }
+
+  #admits(e: Entry, t: number): boolean {
+    return this.#weighted(e, t) + 1 <= this.#limit;
+  }
+
+  /**
+   * The smallest whole number of seconds s >= 1 such that a request at `now + s` s is admitted. The weighted count
+   * never rises while the client waits, so admission is monotone in s and a binary search over the same predicate
+   * finds it exactly (no float drift between the promise and the check); two windows on, nothing weighs any more.
+   */
+  #secondsUntilAdmitted(e: Entry, now: number): number {
+    let lo = 1;
+    let hi = Math.ceil((2 * this.#windowMs) / 1000);
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.#admits(e, now + mid * 1000)) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
   }
 }
 
