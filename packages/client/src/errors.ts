@@ -67,7 +67,9 @@ export interface ApiErrorInit {
 }
 
 /**
- * A failed call. `code` is the service's `error` member (typed; see `ServerErrorCode`) or a client code.
+ * A failed call. `code` is the service's `error` member (typed; see `ServerErrorCode`) or a client code. An
+ * idempotent call was already retried (`PegClientOptions.retry`) before this is thrown: it is the last attempt's
+ * failure, or a `Retry-After` longer than the client waits out (then `retryAfterSecs` says when to come back).
  *
  * @example
  * ```ts
@@ -103,7 +105,7 @@ export class ApiError extends Error {
     this.requestId = init.requestId ?? null;
   }
 
-  /** Whether retrying the same call later may succeed (rate limits, not ready, internal errors, no answer). */
+  /** Whether retrying the same call later may succeed (rate limits, not ready, internal errors, no answer, aborted). */
   get retryable(): boolean {
     return this.code === "network_error" || this.code === "rate_limited" || this.code === "not_ready" || this.code === "internal" || this.status >= 502;
   }
