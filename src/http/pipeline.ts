@@ -21,6 +21,7 @@ export interface PipelineOptions {
   readonly ratePerMinute: number;
   /** IPv6 clients share one budget per prefix of this many bits (RATE_LIMIT_IPV6_PREFIX). Default 64. */
   readonly ipv6Prefix?: number;
+  /** Browser origins allowed by CORS (CORS_ORIGINS). Any at all: every answer carries `Vary: Origin`. */
   readonly corsOrigins: readonly string[];
   /** Called on unexpected errors (the client sees a 500 `internal`). */
   readonly onError?: (e: unknown, req: RawRequest) => void;
@@ -47,6 +48,7 @@ const isPromise = <T>(v: T | Promise<T>): v is Promise<T> => typeof (v as { then
  */
 export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Handled {
   const origins = new Set(opts.corsOrigins);
+  const varyOrigin = origins.size > 0;
   const limiter = new SlidingWindowLimiter(opts.ratePerMinute);
   const buckets = new Map<string, SlidingWindowLimiter>();
   const observe = opts.observe;
@@ -61,7 +63,12 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Hand
 
   const finish = (raw: RawRequest, headers: Record<string, string>, result: HttpResult, route: string | null, started: number): HandledResult => {
     if (observe !== undefined) observe(route, raw.method, result.status, performance.now() - started);
-    if (result.headers !== undefined) Object.assign(headers, result.headers);
+    if (result.headers !== undefined) {
+      const vary = headers["vary"];
+      Object.assign(headers, result.headers);
+      const own = result.headers["vary"];
+      if (vary !== undefined && own !== undefined && own !== vary) headers["vary"] = `${vary}, ${own}`;
+    }
     return {
       status: result.status,
       headers,
@@ -82,6 +89,10 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Hand
       for (const b of buckets.values()) b.sweep(now);
     }
     const headers: Record<string, string> = { "x-request-id": requestId };
+    // With CORS configured, whether an answer carries the CORS headers depends on the request's Origin, so every
+    // answer says so, also to a request without one: a shared cache must not serve an allowed origin the copy it
+    // stored for a request without Origin (which lacks Access-Control-Allow-Origin).
+    if (varyOrigin) headers["vary"] = "Origin";
     addCorsHeaders(headers, origins, raw.headers["origin"]);
     let routeTemplate: string | null = null;
     try {
