@@ -58,7 +58,7 @@ try {
 }
 `,
   /** A typed program: compiles under both resolutions, and runs under tsx. */
-  "typed.ts": `import { ApiError, PegClient, verifyReceipt, parseDecimal, type Schemas } from "@peg-oracle/client";
+  "typed.ts": `import { ApiError, PegClient, PegStream, verifyReceipt, parseDecimal, type Schemas } from "@peg-oracle/client";
 import { readFileSync } from "node:fs";
 
 export async function cardLine(client: PegClient, symbol: string): Promise<string> {
@@ -70,7 +70,22 @@ export async function cardLine(client: PegClient, symbol: string): Promise<strin
 
 export function receiptHash(text: string): string | null {
   const v = verifyReceipt(text);
-  return v.ok ? v.receiptSha256 : null;
+  if (!v.ok) return null;
+  const hash: string = v.receiptSha256;   // narrowed by outcome: a PASS has its hash
+  return hash;
+}
+
+/** Not run: the SDK's helpers as typed (pagination, retries, abort, live subscription changes). */
+export async function helpers(client: PegClient, stream: PegStream, signal: AbortSignal): Promise<string[]> {
+  const out: string[] = [];
+  for await (const a of client.alerts({}, { max: 10, signal })) out.push(a.asset);
+  for await (const r of client.auditLog({}, { pageSize: 50 })) out.push(r.id);
+  await client.get("/v1/assets", { retry: false, signal });
+  await stream.connected({ signal });
+  await stream.subscribe(["USDT"]);
+  await stream.unsubscribe(["USDC"]);
+  stream.on("reconnecting", (r) => out.push(String(r.attempt + r.delayMs)));
+  return out;
 }
 
 export function codeOf(e: unknown): string {

@@ -8,20 +8,17 @@ import { verifyBundle, type ReplayBundle } from "../../../src/methodology/receip
 export type { ReplayBundle };
 
 /**
- * The verdict: `PASS` (the hash and the re-derived verdict match), `FAIL` (either differs: the bundle was altered or
- * the decision does not follow from its inputs), `INVALID` (not a replay bundle of the expected shape) or
- * `VERSION_MISMATCH` (another methodology version: use the release that implements it). `exit` is the code
- * `peg-oracle verify` exits with for the same bundle (0, 1, 2, 3).
+ * The verdict, narrowed by outcome: `PASS` (the hash and the re-derived verdict match; `receiptSha256` is the recomputed
+ * hash, what an on-chain memo must carry), `FAIL` (either differs: the bundle was altered or the decision does not
+ * follow from its inputs), `INVALID` (not a replay bundle of the expected shape) or `VERSION_MISMATCH` (another
+ * methodology version: use the release that implements it); those three carry `receiptSha256: null`. `exit` is the
+ * code `peg-oracle verify` and `peg-verify` exit with for the same bundle (0, 1, 2, 3); `message` says why, in words.
  */
-export interface ReceiptVerdict {
-  readonly ok: boolean;
-  readonly verdict: "PASS" | "FAIL" | "INVALID" | "VERSION_MISMATCH";
-  readonly exit: 0 | 1 | 2 | 3;
-  /** Why, in words (which member differs, which field is malformed). */
-  readonly message: string;
-  /** The recomputed receipt hash, on PASS: what an on-chain memo must carry. */
-  readonly receiptSha256: string | null;
-}
+export type ReceiptVerdict =
+  | { readonly ok: true; readonly verdict: "PASS"; readonly exit: 0; readonly message: string; readonly receiptSha256: string }
+  | { readonly ok: false; readonly verdict: "FAIL"; readonly exit: 1; readonly message: string; readonly receiptSha256: null }
+  | { readonly ok: false; readonly verdict: "INVALID"; readonly exit: 2; readonly message: string; readonly receiptSha256: null }
+  | { readonly ok: false; readonly verdict: "VERSION_MISMATCH"; readonly exit: 3; readonly message: string; readonly receiptSha256: null };
 
 /**
  * Re-derives a receipt from its replay bundle (`GET /v1/audit/{id}/replay-bundle`, parsed JSON or its text) and
@@ -44,5 +41,14 @@ export function verifyReceipt(bundle: unknown): ReceiptVerdict {
     }
   }
   const r = verifyBundle(parsed);
-  return { ok: r.exit === 0, verdict: r.verdict, exit: r.exit, message: r.message, receiptSha256: r.receipt_sha256 ?? null };
+  switch (r.verdict) {
+    case "PASS": // verifyBundle passes only with the hash it recomputed
+      return { ok: true, verdict: "PASS", exit: 0, message: r.message, receiptSha256: r.receipt_sha256! };
+    case "FAIL":
+      return { ok: false, verdict: "FAIL", exit: 1, message: r.message, receiptSha256: null };
+    case "INVALID":
+      return { ok: false, verdict: "INVALID", exit: 2, message: r.message, receiptSha256: null };
+    case "VERSION_MISMATCH":
+      return { ok: false, verdict: "VERSION_MISMATCH", exit: 3, message: r.message, receiptSha256: null };
+  }
 }
