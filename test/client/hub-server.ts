@@ -3,11 +3,11 @@
  * drops, crashes and restarts without a network: `FakeSocket` is what the stream constructs; `HubServer` accepts or
  * refuses pending connections, moves frames in both directions when pumped, crashes (every connection drops with
  * 1006) and restarts (a new hub whose ring is back-filled from every transition published, as the service's live feed
- * back-fills from PEG_TRANSITIONS).
+ * back-fills from PEG_TRANSITIONS). `fakeNetwork()` sets both up on a simulated clock for one test.
  */
-import type { WebSocketLike } from "@peg-oracle/client";
+import type { PegStreamOptions, WebSocketLike } from "@peg-oracle/client";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import type { SimulatedClock } from "../../src/clock.ts";
+import { SimulatedClock } from "../../src/clock.ts";
 import { WsHub, type LiveTransition, type WsConnection, type WsSession } from "../../src/http/ws/hub.ts";
 
 export const catalog = loadShippedCatalog();
@@ -132,19 +132,7 @@ export class HubServer {
 
   /** Publishes the next transition of `symbol`. */
   publish(symbol: string): LiveTransition {
-    const a = catalog.bySymbol(symbol)!;
-    const seq = ++this.#seq;
-    const t: LiveTransition = {
-      seq,
-      alert_id: `00000000-0000-8000-8000-${String(seq).padStart(12, "0")}`,
-      mint: a.mint,
-      asset: a.symbol,
-      from_state: "PEGGED",
-      to_state: "DRIFT",
-      discount: "0.003",
-      ts: new Date(this.clock.now()).toISOString(),
-      at: this.clock.now(),
-    };
+    const t = liveTransition(symbol, ++this.#seq, this.clock.now());
     this.published.push(t);
     if (this.up) this.hub.transition(t);
     return t;
@@ -185,3 +173,79 @@ export class HubServer {
 }
 
 type SocketWithTopics = FakeSocket & { topics?: Set<string> };
+
+/** A PEGGED → DRIFT transition of `symbol` (a catalog asset) numbered `seq`, at `at` (ms since the epoch). */
+export function liveTransition(symbol: string, seq: number, at: number): LiveTransition {
+  const a = catalog.bySymbol(symbol)!;
+  return {
+    seq,
+    alert_id: `00000000-0000-8000-8000-${String(seq).padStart(12, "0")}`,
+    mint: a.mint,
+    asset: a.symbol,
+    from_state: "PEGGED",
+    to_state: "DRIFT",
+    discount: "0.003",
+    ts: new Date(at).toISOString(),
+    at,
+  };
+}
+
+/** Every open connection drops (a network cut: the client sees 1006; the server forgets the session). */
+export function dropAll(server: HubServer): void {
+  for (const sock of [...server.open]) {
+    server.clientClosed(sock);
+    sock.readyState = 3;
+    sock.onclose?.({ code: 1006, reason: "" });
+  }
+}
+
+/** One test's in-memory network: a hub server on a simulated clock, and the socket class a client constructs. */
+export interface FakeNetwork {
+  readonly clock: SimulatedClock;
+  readonly server: HubServer;
+  /** Every socket the client constructed through `WebSocket`, in order. */
+  readonly sockets: FakeSocket[];
+  /** The WebSocket constructor to hand the client: a `FakeSocket` that records itself in `sockets`. */
+  readonly WebSocket: typeof FakeSocket;
+  /** Connects what is pending and moves every frame. */
+  settle(): void;
+  /**
+   * A `PegStream`'s options on this network: `http://oracle.test:8080`, every asset (`["*"]`) and no `sinceSeq`
+   * unless given, the recording sockets, the simulated clock's timers and time; the rest is the stream's defaults.
+   */
+  streamOptions(opts?: StreamSetup): PegStreamOptions;
+}
+
+/** What a stream test varies in `FakeNetwork.streamOptions`. */
+export interface StreamSetup {
+  readonly assets?: readonly string[];
+  readonly sinceSeq?: number | null;
+  readonly maxBuffered?: number;
+}
+
+/** A `HubServer` on a `SimulatedClock` starting at `t0` (ms since the epoch), with a recording socket class. */
+export function fakeNetwork(t0: number): FakeNetwork {
+  const clock = new SimulatedClock(t0);
+  const server = new HubServer(clock);
+  const sockets: FakeSocket[] = [];
+  class Recorded extends FakeSocket {
+    constructor(url: string) {
+      super(url);
+      sockets.push(this);
+    }
+  }
+  const settle = () => {
+    server.acceptPending();
+    server.pump();
+  };
+  const streamOptions = (opts: StreamSetup = {}): PegStreamOptions => ({
+    url: "http://oracle.test:8080",
+    assets: opts.assets ?? ["*"],
+    sinceSeq: opts.sinceSeq ?? null,
+    WebSocket: Recorded,
+    timers: clock,
+    now: () => clock.now(),
+    ...(opts.maxBuffered === undefined ? {} : { maxBuffered: opts.maxBuffered }),
+  });
+  return { clock, server, sockets, WebSocket: Recorded, settle, streamOptions };
+}

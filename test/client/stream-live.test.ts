@@ -11,7 +11,7 @@ import WebSocket, { WebSocketServer } from "ws";
 import { PegStream, type StreamEvent } from "@peg-oracle/client";
 import { systemClock } from "../../src/clock.ts";
 import { WsHub, type LiveTransition } from "../../src/http/ws/hub.ts";
-import { catalog } from "./hub-server.ts";
+import { catalog, liveTransition } from "./hub-server.ts";
 
 let server: WebSocketServer;
 let hub: WsHub;
@@ -64,19 +64,7 @@ afterAll(async () => {
 });
 
 function publish(symbol: string): LiveTransition {
-  const a = catalog.bySymbol(symbol)!;
-  seq++;
-  const t: LiveTransition = {
-    seq,
-    alert_id: `00000000-0000-8000-8000-${String(seq).padStart(12, "0")}`,
-    mint: a.mint,
-    asset: a.symbol,
-    from_state: "PEGGED",
-    to_state: "DRIFT",
-    discount: "0.003",
-    ts: new Date().toISOString(),
-    at: Date.now(),
-  };
+  const t = liveTransition(symbol, ++seq, Date.now());
   hub.transition(t);
   return t;
 }

@@ -16,31 +16,13 @@
 import fc from "fast-check";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { PegStream, PegStreamError, type PegStreamEvents, type StatusChange, type Subscription } from "@peg-oracle/client";
-import { SimulatedClock } from "../../src/clock.ts";
-import { FakeSocket, HubServer, catalog } from "./hub-server.ts";
+import { catalog, dropAll, fakeNetwork, type FakeSocket, type StreamSetup } from "./hub-server.ts";
 
 const T0 = Date.UTC(2026, 10, 26, 12, 0, 0);
 
-function setup(opts: { assets?: readonly string[]; sinceSeq?: number | null; maxBuffered?: number } = {}) {
-  const clock = new SimulatedClock(T0);
-  const server = new HubServer(clock);
-  const sockets: FakeSocket[] = [];
-  class Recorded extends FakeSocket {
-    constructor(url: string) {
-      super(url);
-      sockets.push(this);
-    }
-  }
-  const stream = new PegStream({
-    url: "http://oracle.test:8080",
-    assets: opts.assets ?? ["*"],
-    sinceSeq: opts.sinceSeq ?? null,
-    WebSocket: Recorded,
-    timers: clock,
-    now: () => clock.now(),
-    random: () => 1,
-    ...(opts.maxBuffered === undefined ? {} : { maxBuffered: opts.maxBuffered }),
-  });
+function setup(opts: StreamSetup = {}) {
+  const { clock, server, sockets, settle, streamOptions } = fakeNetwork(T0);
+  const stream = new PegStream({ ...streamOptions(opts), random: () => 1 });
   const log: string[] = [];
   const events: { [K in keyof PegStreamEvents]?: PegStreamEvents[K][] } = {};
   for (const k of ["transition", "snapshot", "status", "reconnecting", "error", "disconnect"] as const) {
@@ -50,22 +32,9 @@ function setup(opts: { assets?: readonly string[]; sinceSeq?: number | null; max
   stream.on("transition", (t) => log.push(`transition ${t.asset} ${t.seq}`));
   stream.on("snapshot", (s) => log.push(`snapshot ${s.asset}`));
   clock.increment(0);
-  const settle = () => {
-    server.acceptPending();
-    server.pump();
-  };
   /** Lets settled promises run their callbacks. */
   const flush = () => new Promise<void>((r) => setTimeout(r, 0));
   return { clock, server, stream, sockets, log, events, settle, flush };
-}
-
-/** Every open connection drops (the client sees 1006; the server forgets the session). */
-function dropAll(server: HubServer): void {
-  for (const sock of [...server.open]) {
-    server.clientClosed(sock);
-    sock.readyState = 3;
-    sock.onclose?.({ code: 1006, reason: "" });
-  }
 }
 
 /** A promise's outcome so far, without waiting for it. */

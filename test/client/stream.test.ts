@@ -9,32 +9,17 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { PegStream, PegStreamError, backoffDelay, streamUrl, type PegStreamEvents, type StreamEvent, type StreamStatus } from "@peg-oracle/client";
 import { WebSocketServer } from "ws";
-import { SimulatedClock } from "../../src/clock.ts";
-import { FakeSocket, HubServer } from "./hub-server.ts";
+import { FakeSocket, dropAll, fakeNetwork, type StreamSetup } from "./hub-server.ts";
 
 const T0 = Date.UTC(2026, 10, 21, 12, 0, 0);
 
-function setup(opts: { assets?: readonly string[]; sinceSeq?: number | null; maxBuffered?: number; random?: () => number } = {}) {
-  const clock = new SimulatedClock(T0);
-  const server = new HubServer(clock);
-  const sockets: FakeSocket[] = [];
-  class Recorded extends FakeSocket {
-    constructor(url: string) {
-      super(url);
-      sockets.push(this);
-    }
-  }
+function setup(opts: StreamSetup & { random?: () => number } = {}) {
+  const { clock, server, sockets, settle, streamOptions } = fakeNetwork(T0);
   const stream = new PegStream({
-    url: "http://oracle.test:8080",
-    assets: opts.assets ?? ["*"],
-    sinceSeq: opts.sinceSeq ?? null,
-    WebSocket: Recorded,
-    timers: clock,
-    now: () => clock.now(),
+    ...streamOptions(opts),
     random: opts.random ?? (() => 0.5),
     heartbeatTimeoutMs: 40_000,
     pingIntervalMs: 20_000,
-    ...(opts.maxBuffered === undefined ? {} : { maxBuffered: opts.maxBuffered }),
   });
   const seen: { [K in keyof PegStreamEvents]: PegStreamEvents[K][] } = { transition: [], snapshot: [], state: [], hello: [], status: [], reconnecting: [], disconnect: [], slow: [], error: [] };
   for (const k of Object.keys(seen) as (keyof PegStreamEvents)[]) stream.on(k, (p) => (seen[k] as unknown[]).push(p));
@@ -42,21 +27,7 @@ function setup(opts: { assets?: readonly string[]; sinceSeq?: number | null; max
   expect(sockets).toHaveLength(0);
   clock.increment(0);
   expect(seen.status[0]).toEqual({ status: "connecting", attempt: 0, delayMs: 0 });
-  /** Connect what is pending and move every frame. */
-  const settle = () => {
-    server.acceptPending();
-    server.pump();
-  };
   return { clock, server, stream, sockets, seen, settle, statuses: () => seen.status.map((s) => s.status) as StreamStatus[] };
-}
-
-/** Every open connection drops (a network cut: the client sees 1006; the server forgets the session). */
-function dropAll(server: HubServer): void {
-  for (const sock of [...server.open]) {
-    server.clientClosed(sock);
-    sock.readyState = 3;
-    sock.onclose?.({ code: 1006, reason: "" });
-  }
 }
 
 describe("PegStream: subscribing and resuming", () => {

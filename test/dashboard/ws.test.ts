@@ -9,29 +9,20 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { PegStream } from "@peg-oracle/client";
-import { SimulatedClock } from "../../src/clock.ts";
 import { LiveSocket, wsUrl, type Status } from "../../public/static/ws.js";
-import { FakeSocket, HubServer, catalog } from "../client/hub-server.ts";
+import { catalog, dropAll, fakeNetwork } from "../client/hub-server.ts";
 
 const T0 = Date.UTC(2026, 10, 21, 12, 0, 0);
 
 function setup(assets: readonly string[] = ["*"]) {
-  const clock = new SimulatedClock(T0);
-  const server = new HubServer(clock);
-  const sockets: FakeSocket[] = [];
-  class Recorded extends FakeSocket {
-    constructor(url: string) {
-      super(url);
-      sockets.push(this);
-    }
-  }
+  const { clock, server, sockets, WebSocket, settle: connectAndPump } = fakeNetwork(T0);
   const messages: Record<string, unknown>[] = [];
   const statuses: [Status, { attempt: number; delayMs: number }][] = [];
   let now = T0;
   const live = new LiveSocket({
     url: "ws://oracle.test/v1/ws",
     assets,
-    WebSocketImpl: Recorded,
+    WebSocketImpl: WebSocket,
     timers: clock,
     now: () => now,
     random: () => 1, // no jitter: each delay is its ceiling
@@ -40,8 +31,7 @@ function setup(assets: readonly string[] = ["*"]) {
   });
   const settle = () => {
     clock.increment(0);
-    server.acceptPending();
-    server.pump();
+    connectAndPump();
   };
   return {
     clock,
@@ -56,15 +46,6 @@ function setup(assets: readonly string[] = ["*"]) {
     types: () => messages.map((m) => m["type"]),
     transitions: () => messages.filter((m) => m["type"] === "transition").map((m) => m["seq"]),
   };
-}
-
-/** Every open connection drops (a network cut: the client sees 1006). */
-function dropAll(server: HubServer): void {
-  for (const sock of [...server.open]) {
-    server.clientClosed(sock);
-    sock.readyState = 3;
-    sock.onclose?.({ code: 1006, reason: "" });
-  }
 }
 
 describe("wsUrl", () => {
