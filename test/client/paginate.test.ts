@@ -5,13 +5,10 @@
  * new transition shifts the pages under it; `max` and `pageSize` bound the requests; a page answered 503 is retried;
  * the caller's signal stops the walk.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { ApiError, PegClient, type AlertRow, type AuditRow } from "@peg-oracle/client";
+import { httpServerForSuite } from "../support/http-server.ts";
 
-let server: Server;
-let base: string;
 /** Requests seen: path and query. */
 let seen: URL[] = [];
 /** The ledger, newest first. */
@@ -35,54 +32,45 @@ function alertRow(n: number): AlertRow {
 /** Cursors the server hands out: opaque tokens it maps back to a position (as a signed cursor would be). */
 const cursors = new Map<string, number>();
 
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    const url = new URL(req.url!, "http://x");
-    seen.push(url);
-    beforeAnswer?.(url);
-    const send = (status: number, body: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
-    if (failNext !== null) {
-      const status = failNext;
-      failNext = null;
-      send(status, { error: "not_ready", message: "busy" });
-      return;
-    }
-    const limit = Number(url.searchParams.get("limit") ?? 50);
-    if (url.pathname === "/v1/audit") {
-      const before = url.searchParams.get("before");
-      let from = 0;
-      if (before !== null) {
-        const pos = cursors.get(before);
-        if (pos === undefined) {
-          send(400, { error: "invalid_query", message: "bad cursor" });
-          return;
-        }
-        from = pos;
+const api = httpServerForSuite((req, res) => {
+  const url = new URL(req.url!, "http://x");
+  seen.push(url);
+  beforeAnswer?.(url);
+  const send = (status: number, body: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+  if (failNext !== null) {
+    const status = failNext;
+    failNext = null;
+    send(status, { error: "not_ready", message: "busy" });
+    return;
+  }
+  const limit = Number(url.searchParams.get("limit") ?? 50);
+  if (url.pathname === "/v1/audit") {
+    const before = url.searchParams.get("before");
+    let from = 0;
+    if (before !== null) {
+      const pos = cursors.get(before);
+      if (pos === undefined) {
+        send(400, { error: "invalid_query", message: "bad cursor" });
+        return;
       }
-      const page = ledger.slice(from, from + limit);
-      let next: string | null = null;
-      if (from + limit < ledger.length) {
-        next = `opaque.${cursors.size}+/=~${Math.random().toString(36).slice(2)}`;
-        cursors.set(next, from + limit);
-      }
-      send(200, { ok: true, generated_at: at(0), count: page.length, data: page, next_before: next });
-      return;
+      from = pos;
     }
-    if (url.pathname === "/v1/alerts") {
-      const offset = Number(url.searchParams.get("offset") ?? 0);
-      const page = alerts.slice(offset, offset + limit);
-      send(200, { ok: true, generated_at: at(0), count: page.length, data: page });
-      return;
+    const page = ledger.slice(from, from + limit);
+    let next: string | null = null;
+    if (from + limit < ledger.length) {
+      next = `opaque.${cursors.size}+/=~${Math.random().toString(36).slice(2)}`;
+      cursors.set(next, from + limit);
     }
-    send(404, { error: "not_found", message: "no route" });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+    send(200, { ok: true, generated_at: at(0), count: page.length, data: page, next_before: next });
+    return;
+  }
+  if (url.pathname === "/v1/alerts") {
+    const offset = Number(url.searchParams.get("offset") ?? 0);
+    const page = alerts.slice(offset, offset + limit);
+    send(200, { ok: true, generated_at: at(0), count: page.length, data: page });
+    return;
+  }
+  send(404, { error: "not_found", message: "no route" });
 });
 
 beforeEach(() => {
@@ -95,7 +83,7 @@ beforeEach(() => {
 });
 
 const instant = { setTimeout: (fn: () => void) => setTimeout(fn, 0), clearTimeout: (h: unknown) => clearTimeout(h as ReturnType<typeof setTimeout>) };
-const client = () => new PegClient({ baseUrl: base, timers: instant });
+const client = () => new PegClient({ baseUrl: api.base, timers: instant });
 
 async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];

@@ -5,15 +5,14 @@
  * exhausted, switched off, the caller's signal aborting a wait). The waits run on injected timers that record the
  * delay and fire at once, so no test sleeps.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ApiError, PegClient, type PegClientOptions, type RetryInfo, type StreamTimers } from "@peg-oracle/client";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { beforeEach, describe, expect, it } from "vitest";
+import { PegClient, type PegClientOptions, type RetryInfo, type StreamTimers } from "@peg-oracle/client";
+import { httpServerForSuite } from "../support/http-server.ts";
+import { failure } from "./api-failure.ts";
 
 type Answer = (req: IncomingMessage, res: ServerResponse) => void;
 
-let server: Server;
-let base: string;
 /** What the server answers, one entry per request in order (the last one repeats). */
 let script: Answer[] = [];
 /** Every request the server saw: `METHOD path`. */
@@ -25,20 +24,11 @@ const error = (status: number, code: string, headers: Record<string, string> = {
 /** No answer: the connection is reset (the client sees a network error). */
 const reset: Answer = (req) => void req.socket.destroy();
 
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    seen.push(`${req.method} ${req.url}`);
-    const answer = script[Math.min(seen.length - 1, script.length - 1)]!;
-    req.resume();
-    req.on("end", () => answer(req, res));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+const api = httpServerForSuite((req, res) => {
+  seen.push(`${req.method} ${req.url}`);
+  const answer = script[Math.min(seen.length - 1, script.length - 1)]!;
+  req.resume();
+  req.on("end", () => answer(req, res));
 });
 
 beforeEach(() => {
@@ -65,23 +55,13 @@ function client(options: Partial<PegClientOptions> = {}) {
   const t = instantTimers();
   const retries: RetryInfo[] = [];
   const c = new PegClient({
-    baseUrl: base,
+    baseUrl: api.base,
     timers: t.timers,
     random: () => 1, // the whole backoff ceiling: 500, 1000, 2000 ms
     ...options,
     retry: options.retry === false ? false : { onRetry: (r) => retries.push(r), ...options.retry },
   });
   return { client: c, waits: t.waits, retries };
-}
-
-async function failure(call: Promise<unknown>): Promise<ApiError> {
-  try {
-    await call;
-  } catch (e) {
-    if (e instanceof ApiError) return e;
-    throw e;
-  }
-  throw new Error("the call succeeded");
 }
 
 describe("PegClient retries", () => {
@@ -91,7 +71,7 @@ describe("PegClient retries", () => {
     expect(await t.client.get("/healthz")).toEqual({ status: "ok" });
     expect(seen).toEqual(["GET /healthz", "GET /healthz"]);
     expect(t.waits).toEqual([500]);
-    expect(t.retries).toMatchObject([{ reason: "status", status: 503, attempt: 1, delayMs: 500, retryAfterMs: null, method: "GET", url: `${base}/healthz` }]);
+    expect(t.retries).toMatchObject([{ reason: "status", status: 503, attempt: 1, delayMs: 500, retryAfterMs: null, method: "GET", url: `${api.base}/healthz` }]);
   });
 
   it("retries 502 and 504 with a doubling, jittered backoff, and gives up after `retries` with the last answer", async () => {
@@ -174,7 +154,7 @@ describe("PegClient retries", () => {
     const bodies: string[] = [];
     script = [reset, ok];
     const marked = new PegClient({
-      baseUrl: base,
+      baseUrl: api.base,
       timers: instantTimers().timers,
       fetch: async (req) => {
         bodies.push(await req.clone().text());
@@ -214,7 +194,7 @@ describe("PegClient retries", () => {
     expect(seen).toHaveLength(2);
     seen = [];
     script = [error(503, "not_ready")];
-    await failure(new PegClient({ baseUrl: base, retry: { retries: 0 } }).get("/healthz"));
+    await failure(new PegClient({ baseUrl: api.base, retry: { retries: 0 } }).get("/healthz"));
     expect(seen).toHaveLength(1);
   });
 
@@ -233,7 +213,7 @@ describe("PegClient retries", () => {
       },
       clearTimeout: (h) => void armed.delete(h as number),
     };
-    const c = new PegClient({ baseUrl: base, timers });
+    const c = new PegClient({ baseUrl: api.base, timers });
     const e = await failure(c.get("/healthz", { signal: ac.signal }));
     expect(e).toMatchObject({ code: "network_error", status: 0 });
     expect(e.message).toMatch(/aborted by the caller's signal/);

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { ApiError, PegClient, SERVER_ERROR_CODES } from "@peg-oracle/client";
 import { ERROR_CODES } from "../../src/http/errors.ts";
+import { failure } from "./api-failure.ts";
 
 interface Seen {
   method: string;
@@ -21,17 +22,6 @@ function scripted(answer: (req: Request) => Response | Promise<Response>) {
     return answer(req);
   };
   return { seen, fetch };
-}
-
-/** The ApiError a call fails with (fails the test if it succeeds or throws something else). */
-async function failure(call: Promise<unknown>): Promise<ApiError> {
-  try {
-    await call;
-  } catch (e) {
-    if (e instanceof ApiError) return e;
-    throw e;
-  }
-  throw new Error("the call succeeded");
 }
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
