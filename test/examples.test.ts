@@ -6,14 +6,13 @@
  * - `subscriber.ts` without NATS_URL finds the service's embedded server through DATA_DIR/nats.url (DATA_DIR
  *   defaulting to `./data`, as for the service), and falls back to 4222 only saying so.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { jetstream } from "@nats-io/jetstream";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { ActorHost, type StateEvent } from "../src/actors/index.ts";
 import { loadShippedCatalog } from "../src/catalog/index.ts";
 import { loadScenario } from "../src/cli/scenario-files.ts";
@@ -22,6 +21,7 @@ import { D } from "../src/methodology/index.ts";
 import { openStore, snapshotFromStateEvent } from "../src/store/index.ts";
 import { ensureTopology, subjects } from "../src/streams/jetstream/topology.ts";
 import { replayScenario } from "../src/streams/sources/scenario/replay.ts";
+import { spawnChild, tempDirsForSuite, type ChildRun } from "./support/child.ts";
 import { natsForSuite } from "./support/nats.ts";
 import { waitFor } from "./support/ports.ts";
 
@@ -30,42 +30,17 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 const catalog = loadShippedCatalog();
 
-const dirs: string[] = [];
+const tempDir = tempDirsForSuite();
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
 });
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-function tempDir(prefix: string): string {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  dirs.push(d);
-  return d;
-}
-
-interface Run {
-  readonly proc: ChildProcess;
-  readonly exit: Promise<number | null>;
-  out(): string;
-  err(): string;
-}
 
 /** Runs `examples/<name>` with `cwd` outside the repository and only `env` (plus PATH and HOME). */
-function example(name: string, args: readonly string[], cwd: string, env: Record<string, string>): Run {
-  const proc = spawn(process.execPath, ["--import", TSX, join(ROOT, "examples", name), ...args], {
-    cwd,
-    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(proc);
-  let out = "";
-  let err = "";
-  proc.stdout!.on("data", (c: Buffer) => (out += c.toString()));
-  proc.stderr!.on("data", (c: Buffer) => (err += c.toString()));
-  const exit = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
-  return { proc, exit, out: () => out, err: () => err };
+function example(name: string, args: readonly string[], cwd: string, env: Record<string, string>): ChildRun {
+  const run = spawnChild(process.execPath, ["--import", TSX, join(ROOT, "examples", name), ...args], { cwd, env });
+  children.push(run.proc);
+  return run;
 }
 
 describe("examples/README.md", () => {
@@ -109,7 +84,7 @@ describe("examples/subscriber.ts without NATS_URL", () => {
   const suite = natsForSuite();
 
   /** Waits for the subscriber's "subscribed:" line; a transition published then must reach its stdout. */
-  async function receives(run: Run): Promise<void> {
+  async function receives(run: ChildRun): Promise<void> {
     await Promise.race([
       waitFor(() => run.err().includes("subscribed:"), 30_000, `the subscriber to subscribe (stderr: ${run.err()})`),
       run.exit.then((code) => {

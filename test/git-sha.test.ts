@@ -4,30 +4,21 @@
  * repositories), else `build-info.json` (a copy of the code without `.git`), else empty with a warning at start.
  * Through the real entry point: a replay's bundles and a started service's receipts carry the commit and verify.
  */
-import { execFileSync, spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILD_INFO_FILE, REPO_ROOT, readBuildCommit, unknownCommitWarning } from "../src/build-info.ts";
 import { runCli } from "../src/cli/index.ts";
 import { parseConfig } from "../src/config.ts";
 import { verifyBundle } from "../src/methodology/index.ts";
+import { captureCli, runChild, tempDirsForSuite } from "./support/child.ts";
 import { startNats, type TestNats } from "./support/nats.ts";
 import { freePort, waitFor } from "./support/ports.ts";
 import { spawnServe } from "./support/serve.ts";
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-function tempDir(prefix: string): string {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  dirs.push(d);
-  return d;
-}
+const tempDir = tempDirsForSuite();
 
 /** git in `cwd`, isolated from the machine's and the user's configuration. */
 function git(cwd: string, ...args: string[]): string {
@@ -155,16 +146,8 @@ describe("build-info.json: where there is no .git", () => {
   });
 
   it("peg-oracle build-info writes it from GIT_SHA or the checkout, and refuses when the commit is unknown", async () => {
-    const run = async (args: string[], env: Record<string, string>, build?: ReturnType<typeof readBuildCommit>) => {
-      const stdout = new PassThrough();
-      const stderr = new PassThrough();
-      let out = "";
-      let err = "";
-      stdout.on("data", (c: Buffer) => (out += c.toString()));
-      stderr.on("data", (c: Buffer) => (err += c.toString()));
-      const code = await runCli(args, { stdout, stderr, env, ...(build === undefined ? {} : { build }) });
-      return { code, out, err };
-    };
+    const run = (args: string[], env: Record<string, string>, build?: ReturnType<typeof readBuildCommit>) =>
+      captureCli((io) => runCli(args, { ...io, env, ...(build === undefined ? {} : { build }) }));
     const dir = tempDir("peg-build-info-");
     expect((await run(["build-info", "--dir", dir], { GIT_SHA: "ABCDEF1" })).code).toBe(0);
     expect(readBuildCommit(dir)).toMatchObject({ sha: "abcdef1", source: "build-info" });
@@ -191,18 +174,7 @@ describe("build-info.json: where there is no .git", () => {
 
 /** Runs a command of `bin/peg-oracle.js` under `root` (a copy or this checkout); resolves with exit code and output. */
 function peg(root: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [join(root, "bin", "peg-oracle.js"), ...args], {
-      cwd: tmpdir(),
-      env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    p.stdout.on("data", (c: Buffer) => (out += c.toString()));
-    p.stderr.on("data", (c: Buffer) => (err += c.toString()));
-    p.once("exit", (code) => resolve({ code, out, err }));
-  });
+  return runChild(process.execPath, [join(root, "bin", "peg-oracle.js"), ...args], { cwd: tmpdir(), env });
 }
 
 function bundles(dir: string): Record<string, unknown>[] {
