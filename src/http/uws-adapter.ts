@@ -66,8 +66,28 @@ export function clientAddress(peer: string, xff: string | undefined, trustProxy:
   return hop ?? peer; // every hop a trusted proxy: the left-most
 }
 
-/** Writes a result: status, headers, then the body (none for 204/304 and HEAD), all inside one cork. */
-export function send(res: HttpResponse, method: string, r: HandledResult): void {
+/**
+ * True when a request's `Connection` header lists `close` (RFC 9112 9.6). uWS itself honours only a value of exactly
+ * five characters (`close` in any case); a list such as `keep-alive, close` is read here.
+ */
+export function wantsClose(connection: string | undefined): boolean {
+  if (connection === undefined || connection.length < 5) return false;
+  for (const token of connection.split(",")) if (token.trim().toLowerCase() === "close") return true;
+  return false;
+}
+
+/**
+ * Writes a result: status, headers, then the body (none for 204/304 and HEAD), all inside one cork. `close`: the
+ * request asked for the connection to close after this response (`wantsClose`).
+ *
+ * HEAD writes its Content-Length itself and ends without a reported length: `endWithoutBody(length)` in this uWS
+ * build (v20.43) leaves the response pending, waiting for `length` body bytes that never come, so `Connection:
+ * close` was never honoured, the connection had no timeout at all, and the next request on it closed it
+ * unanswered. A response without a body cannot pass `close` to uWS (its only way to end one with closeConnection
+ * reports a length): there the request's own `Connection: close` is what uWS honours, which covers the usual
+ * spelling (docs/http-edge.md).
+ */
+export function send(res: HttpResponse, method: string, r: HandledResult, close = false): void {
   res.cork(() => {
     res.writeStatus(statusLine(r.status));
     const headers = r.headers;
@@ -84,14 +104,14 @@ export function send(res: HttpResponse, method: string, r: HandledResult): void 
       res.writeHeader("content-type", JSON_CONTENT_TYPE);
       body = JSON.stringify(r.json ?? null);
     }
-    if (method === "HEAD") res.endWithoutBody(Buffer.byteLength(body));
-    else res.end(body);
+    if (method === "HEAD") {
+      res.writeHeader("content-length", String(Buffer.byteLength(body)));
+      res.endWithoutBody();
+    } else res.end(body, close);
   });
 }
 
 const INTERNAL: HandledResult = { status: 500, headers: {}, json: { error: "internal", message: "internal error" } };
-
-const NOOP = (): void => {};
 
 interface AbortFlag {
   aborted: boolean;
@@ -111,28 +131,27 @@ function abortFlag(res: HttpResponse): AbortFlag {
  * not yet) before returning, and the answer is sent when it settles unless the client went away meanwhile.
  */
 function answer(res: HttpResponse, method: string, handle: (req: RawRequest) => Handled, raw: RawRequest, onError?: (e: unknown) => void, flag?: AbortFlag): void {
+  const close = wantsClose(raw.headers["connection"]);
   let r: Handled;
   try {
     r = handle(raw);
   } catch (e) {
     onError?.(e);
-    if (flag?.aborted !== true) send(res, method, { ...INTERNAL, headers: { "x-request-id": randomUUID() } });
+    if (flag?.aborted !== true) send(res, method, { ...INTERNAL, headers: { "x-request-id": randomUUID() } }, close);
     return;
   }
   if (!(r instanceof Promise)) {
-    // uWS does not count endWithoutBody (HEAD, 204, 304) as having responded: those still register onAborted.
-    if (flag === undefined && (method === "HEAD" || r.status === 204 || r.status === 304)) res.onAborted(NOOP);
-    if (flag?.aborted !== true) send(res, method, r);
+    if (flag?.aborted !== true) send(res, method, r, close);
     return;
   }
   const aborted = flag ?? abortFlag(res);
   r.then(
     (ok) => {
-      if (!aborted.aborted) send(res, method, ok);
+      if (!aborted.aborted) send(res, method, ok, close);
     },
     (e: unknown) => {
       onError?.(e);
-      if (!aborted.aborted) send(res, method, { ...INTERNAL, headers: { "x-request-id": randomUUID() } });
+      if (!aborted.aborted) send(res, method, { ...INTERNAL, headers: { "x-request-id": randomUUID() } }, close);
     },
   );
 }
