@@ -10,7 +10,7 @@
  * GCM associated data is the envelope's context (`webhook-signing-key:<kid>`, `anchor-fee-payer:<address>`): a sealed
  * value moved to another row does not open.
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto";
 
 /** Bytes of a secrets key (AES-256). */
 export const SECRETS_KEY_BYTES = 32;
@@ -80,6 +80,11 @@ export interface SecretBox {
   seal(plain: string, context: string): string;
   /** Opens a sealed value for `context`. Throws a SecretsKeyError: `secrets_key_wrong` or `sealed_secret_corrupt`. */
   open(sealed: string, context: string): string;
+  /**
+   * A 32-byte key for `purpose` (e.g. `http-cursor-v1`), derived from the secrets key with HKDF-SHA256: every process
+   * of a deployment derives the same key, and a derived key tells nothing of the secrets key or of another purpose's.
+   */
+  derive(purpose: string): Uint8Array;
 }
 
 export function secretBox(key: Uint8Array): SecretBox {
@@ -89,6 +94,7 @@ export function secretBox(key: Uint8Array): SecretBox {
   const corrupt = (context: string, why: string) => new SecretsKeyError(SECRETS_ERROR_CODES.corrupt, `the sealed ${context} ${why}`);
   return {
     keyId,
+    derive: (purpose) => new Uint8Array(hkdfSync("sha256", k, Buffer.alloc(0), `peg-oracle derived key\0${purpose}`, SECRETS_KEY_BYTES)),
     seal: (plain, context) => {
       const iv = randomBytes(IV_BYTES);
       const cipher = createCipheriv("aes-256-gcm", k, iv, { authTagLength: TAG_BYTES });

@@ -453,6 +453,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
         }
       },
       log,
+      secrets,
       webhookKeys: (now) => keyRing.publicList(now),
       webhookDelivery: { test: (hook) => dispatcher.test(hook), replay: (hook, window) => dispatcher.replay(hook, window) },
       ...(positions === null ? {} : { advisory: positions }),

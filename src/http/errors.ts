@@ -6,6 +6,7 @@ export const ERROR_STATUS = {
   invalid_query: 400,
   invalid_state: 400,
   invalid_body: 400,
+  invalid_cursor: 400,
   unauthorized: 401,
   invalid_token: 401,
   token_expired: 401,

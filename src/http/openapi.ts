@@ -164,7 +164,7 @@ function operation(route: DocumentedRoute): Json {
       continue;
     }
     const headers: Json | undefined =
-      status === 429 ? { "Retry-After": { description: "Seconds until a request would be allowed.", schema: { type: "integer" } } } : undefined;
+      status === 429 ? { "Retry-After": { description: "Whole seconds after which the same client's request is admitted (waiting exactly this long suffices).", schema: { type: "integer" } } } : undefined;
     responses[String(status)] = {
       description: `${STATUS_TEXT[status] ?? "Error"}: ApiError with ${list}`,
       ...(headers === undefined ? {} : { headers }),
@@ -213,7 +213,7 @@ export function openApiDocument(routes: readonly DocumentedRoute[]): Json {
       version: API_VERSION,
       summary: "Class-aware peg state, discounts, history, transitions and verifiable receipts for Solana stablecoins and liquid-staking tokens.",
       description:
-        `Public reads need no key; the \`me\` routes need a session JWT (Bearer). Everything is rate-limited per IP, IPv6 clients per /64 network by default (RateLimit-* headers, 429 with Retry-After); a route with its own budget (the CSV export, 10 per minute) shows that budget in RateLimit-Limit/-Remaining/-Reset and lists both policies in RateLimit-Policy and RateLimit. Decimals are exact JSON strings, timestamps RFC 3339 UTC with milliseconds; a timestamp query parameter names an instant from ${TIMESTAMP_RANGE.text} (anything else is a 400 \`invalid_query\`). OPTIONS on a known path answers 204 with \`Allow\` listing that path's methods (plus HEAD where GET is, and OPTIONS), exactly as a 405 \`method_not_allowed\` lists them; CORS preflights answer the same methods in Access-Control-Allow-Methods. JSON request bodies are UTF-8: a Content-Type charset other than utf-8 is a 415 \`unsupported_media_type\`. Every error is an ApiError \`{error, message, asset?}\`: branch on \`error\`.`,
+        `Public reads need no key; the \`me\` routes need a session JWT (Bearer). Everything is rate-limited per IP, IPv6 clients per /64 network by default (RateLimit-* headers, 429 with Retry-After: the whole seconds after which the same client's request is admitted); a route with its own budget (the CSV export, 10 per minute) shows that budget in RateLimit-Limit/-Remaining/-Reset and lists both policies in RateLimit-Policy and RateLimit. Decimals are exact JSON strings, timestamps RFC 3339 UTC with milliseconds; a timestamp query parameter names an instant from ${TIMESTAMP_RANGE.text} (anything else is a 400 \`invalid_query\`). OPTIONS on a known path answers 204 with \`Allow\` listing that path's methods (plus HEAD where GET is, and OPTIONS), exactly as a 405 \`method_not_allowed\` lists them; CORS preflights answer the same methods in Access-Control-Allow-Methods. JSON request bodies are UTF-8: a Content-Type charset other than utf-8 is a 415 \`unsupported_media_type\`. Paging cursors (\`next_before\`, sent back as \`before\`) are opaque and signed: send them back as received, to the listing that issued them; anything else is a 400 \`invalid_cursor\`. With CORS configured every response carries \`Vary: Origin\`. Every error is an ApiError \`{error, message, asset?}\`: branch on \`error\`.`,
       license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
     },
     servers: [{ url: "/", description: "This deployment" }],

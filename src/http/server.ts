@@ -3,9 +3,11 @@ import { sql } from "kysely";
 import type { Catalog } from "../catalog/index.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
+import type { SecretBox } from "../secret-box.ts";
 import { latestStates, type Store } from "../store/index.ts";
 import { createMetrics, serveMetrics, type Metrics } from "./metrics.ts";
 import { createPipeline } from "./pipeline.ts";
+import { CURSOR_KEY_PURPOSE, cursorCodec } from "./cursor.ts";
 import { createStoreAccountsModel, type WebhookDeliveryControl } from "./accounts-model.ts";
 import { createStoreReadModel } from "./read-model-store.ts";
 import type { MachineLookup, ReadModel, Readiness } from "./read-model.ts";
@@ -60,6 +62,8 @@ export interface ApiDeps {
   /** Asks the engine for one asset's live actor (machine inspection). */
   readonly machine?: (mint: string) => Promise<MachineLookup>;
   readonly log?: (level: "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
+  /** The deployment's secrets: the listings' cursors are signed under a key derived from them (src/http/cursor.ts). */
+  readonly secrets: Pick<SecretBox, "derive">;
   /** The webhook signing keys served by /v1/meta/webhook-keys (the delivery worker's key ring); absent: none. */
   readonly webhookKeys?: PublicRoutesOptions["webhookKeys"];
   /** The delivery worker's test and replay entry points; absent: those routes answer 503. */
@@ -230,6 +234,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
   }
   const wsClients = deps.wsClients ?? (hub === null ? undefined : () => hub.stats.clients);
   const routes = publicRoutes(readModel, {
+    cursors: cursorCodec(deps.secrets.derive(CURSOR_KEY_PURPOSE)),
     accounts: { model: createStoreAccountsModel(store, deps.webhookDelivery), allowedPorts: config.webhookAllowedPorts, ...(deps.destinationsForTests ?? {}) },
     ...(deps.webhookKeys === undefined ? {} : { webhookKeys: deps.webhookKeys }),
     ...(wsClients === undefined ? {} : { wsClients }),

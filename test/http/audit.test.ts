@@ -1,9 +1,9 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { auditCsv, csvField } from "../../src/http/routes/audit.ts";
-import { AUDIT_CSV_LIMIT, decodeCursor } from "../../src/http/schemas/index.ts";
+import { AUDIT_CSV_LIMIT } from "../../src/http/schemas/index.ts";
 import { verifyBundle } from "../../src/methodology/index.ts";
 import { asset, DAY, DEAD_ID, NOW, PENDING_ID, UNKNOWN_ID } from "./fixtures.ts";
-import { harness, type Harness } from "./helpers.ts";
+import { harness, TEST_CURSORS, type Harness } from "./helpers.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -56,7 +56,7 @@ describe("GET /v1/audit", () => {
       cursor = body.next_before;
       if (cursor !== null) {
         expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
-        expect(decodeCursor(cursor)).toEqual({ detected_at: expect.any(Number), id: body.data.at(-1)!.id });
+        expect(TEST_CURSORS.decode("audit", cursor)).toEqual({ detected_at: expect.any(Number), id: body.data.at(-1)!.id });
       }
       pages++;
     } while (cursor !== null && pages < 10);
@@ -71,7 +71,7 @@ describe("GET /v1/audit", () => {
     }
   });
 
-  it("400 invalid_query for a bad window, limit or cursor; 404 asset_not_found for an unknown asset", async () => {
+  it("400 invalid_query for a bad window or limit, invalid_cursor for a bad cursor; 404 asset_not_found for an unknown asset", async () => {
     const from = new Date(NOW - 91 * DAY).toISOString();
     for (const q of [
       `from=${from}`,
@@ -80,10 +80,11 @@ describe("GET /v1/audit", () => {
       "limit=0",
       "limit=101",
       "limit=2.5",
-      "before=not-a-cursor!",
-      `before=${Buffer.from('{"t":"x","id":"y"}').toString("base64url")}`,
     ]) {
       expect(((await h.get(`/v1/audit?${q}`, 400)).body as Obj).error, q).toBe("invalid_query");
+    }
+    for (const q of ["before=not-a-cursor!", `before=${Buffer.from('{"t":"x","id":"y"}').toString("base64url")}`, `before=${"A".repeat(56)}`]) {
+      expect(((await h.get(`/v1/audit?${q}`, 400)).body as Obj).error, q).toBe("invalid_cursor");
     }
     await h.get(`/v1/audit?from=${new Date(NOW - 90 * DAY).toISOString()}`);
     expect((await h.get("/v1/audit?asset=usdc", 404)).body).toMatchObject({ error: "asset_not_found", asset: "usdc" });

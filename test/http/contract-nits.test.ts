@@ -4,7 +4,8 @@
  * 2. the card's current_state_duration_secs and the state object's `since` describe the same instant (a gate to
  *    UNKNOWN and back, a restart from a receipt, a restart after a downtime), driven by the real engine;
  * 3. the README's catalog counts are the shipped catalog's;
- * 4. the documented `pattern` of the opaque cursor is exactly what the parser accepts.
+ * 4. the documented `pattern` of the opaque cursor covers every cursor the server issues, and a text is accepted
+ *    exactly when it is a cursor the listing issued (issue 23: cursors are signed).
  */
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
@@ -12,12 +13,12 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { ActorHost, type StateEvent } from "../../src/actors/index.ts";
 import type { AccountsModel } from "../../src/http/accounts-model.ts";
 import { openApiDocument, publicRoutes } from "../../src/http/routes/index.ts";
-import { CURSOR_MAX_MS, decodeCursor, encodeCursor } from "../../src/http/schemas/index.ts";
+import { CURSOR_MAX_MS } from "../../src/http/schemas/index.ts";
 import { SimulatedClock } from "../../src/clock.ts";
 import { D, stateFromReceipt, type EpochMs, type Receipt, type Sample } from "../../src/methodology/index.ts";
 import { snapshotFromStateEvent } from "../../src/store/index.ts";
 import { asset, catalog, fakeReadModel, MIN, NOW, SEC } from "./fixtures.ts";
-import { harness, type Harness } from "./helpers.ts";
+import { harness, TEST_CURSORS, type Harness } from "./helpers.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -276,26 +277,30 @@ const instantArb = fc.oneof(
   fc.bigInt({ min: 0n, max: BigInt(CURSOR_MAX_MS) }).map(Number),
 );
 const positionArb = fc.record({ detected_at: instantArb, id: idArb });
+const encode = (p: { detected_at: number; id: string }) => TEST_CURSORS.encode("audit", p);
 const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-/** Near misses of real cursors: one character changed, dropped, added, or the whole text re-cased. */
+/** Near misses of real cursors: one character changed, dropped, added, or the whole text re-cased (never the cursor itself). */
 const nearMissArb = fc
-  .tuple(positionArb.map(encodeCursor), fc.nat(40), fc.constantFrom(...b64, "=", "+", "/", ".", " ", "%", "é"), fc.integer({ min: 0, max: 3 }))
+  .tuple(positionArb.map(encode), fc.nat(60), fc.constantFrom(...b64, "=", "+", "/", ".", " ", "%", "é"), fc.integer({ min: 0, max: 3 }))
   .map(([c, i, ch, op]) => {
     const k = i % (c.length + 1);
-    if (op === 0) return c.slice(0, k) + ch + c.slice(k + 1);
-    if (op === 1) return c.slice(0, k) + c.slice(k + 1);
-    if (op === 2) return c.slice(0, k) + ch + c.slice(k);
-    return c.toLowerCase();
-  });
-/** The previous cursor format (base64url JSON {t, id}) and other plausible texts. */
+    if (op === 0) return { cursor: c, text: c.slice(0, k) + ch + c.slice(k + 1) };
+    if (op === 1) return { cursor: c, text: c.slice(0, k) + c.slice(k + 1) };
+    if (op === 2) return { cursor: c, text: c.slice(0, k) + ch + c.slice(k) };
+    return { cursor: c, text: c.toLowerCase() };
+  })
+  .filter(({ cursor, text }) => cursor !== text)
+  .map(({ text }) => text);
+/** Earlier cursor formats (base64url JSON {t, id}; the unsigned 24-byte position) and other plausible texts. */
 const otherArb = fc.oneof(
   positionArb.map((p) => Buffer.from(JSON.stringify({ t: p.detected_at, id: p.id })).toString("base64url")),
-  fc.stringMatching(/^[A-Za-z0-9_-]{0,40}$/),
-  fc.stringMatching(/^A[A-D][A-Za-z0-9_-]{28,31}$/),
-  fc.string({ maxLength: 40 }),
+  positionArb.map((p) => encode(p).slice(0, 32)),
+  fc.stringMatching(/^[A-Za-z0-9_-]{0,60}$/),
+  fc.stringMatching(/^A[A-D][A-Za-z0-9_-]{52,54}$/),
+  fc.string({ maxLength: 60 }),
 );
 
-describe("the cursor's documented pattern is exactly what the parser accepts", () => {
+describe("the cursor's documented pattern, and what the route accepts", () => {
   it("every before parameter and next_before member documents the same pattern", () => {
     const where = PATTERNS.map((p) => p.where).sort();
     expect(where).toEqual([
@@ -318,7 +323,7 @@ describe("the cursor's documented pattern is exactly what the parser accepts", (
       cursor = body.next_before;
       if (cursor !== null) {
         expect(cursor).toMatch(PATTERN);
-        expect(decodeCursor(cursor)?.id).toBe(body.data[0]!.id);
+        expect(TEST_CURSORS.decode("audit", cursor)?.id).toBe(body.data[0]!.id);
       }
     } while (cursor !== null);
     expect(rows).toBe(h.rm.alertList.length);
@@ -327,39 +332,40 @@ describe("the cursor's documented pattern is exactly what the parser accepts", (
   it("encodes only positions it can decode: an instant outside 0..2^47-1 ms or a non-UUID id is a RangeError", () => {
     const id = h.rm.alertList[0]!.id;
     for (const t of [-1, CURSOR_MAX_MS + 1, Number.MAX_SAFE_INTEGER, 1.5, Number.NaN]) {
-      expect(() => encodeCursor({ detected_at: t, id }), String(t)).toThrow(RangeError);
+      expect(() => encode({ detected_at: t, id }), String(t)).toThrow(RangeError);
     }
-    expect(() => encodeCursor({ detected_at: NOW, id: "not-a-uuid" })).toThrow(RangeError);
+    expect(() => encode({ detected_at: NOW, id: "not-a-uuid" })).toThrow(RangeError);
   });
 
-  it("property: every position's cursor matches and decodes back to it", () => {
+  it("property: every position's cursor matches the pattern and decodes back to it, for its own listing only", () => {
     fc.assert(
       fc.property(positionArb, (p) => {
-        const c = encodeCursor(p);
+        const c = encode(p);
         expect(c).toMatch(PATTERN);
-        expect(decodeCursor(c)).toEqual({ detected_at: p.detected_at, id: p.id.toLowerCase() });
+        expect(TEST_CURSORS.decode("audit", c)).toEqual({ detected_at: p.detected_at, id: p.id.toLowerCase() });
+        expect(TEST_CURSORS.decode("deliveries:x", c)).toBeNull();
       }),
       { numRuns: 2000 },
     );
   });
 
-  it("property: the parser accepts a text exactly when it matches the pattern, each match being one cursor", () => {
+  it("property: the codec accepts no near miss of a cursor it issued, no guess of the pattern and no earlier format", () => {
     fc.assert(
       fc.property(fc.oneof(fc.stringMatching(PATTERN), nearMissArb, otherArb), (text) => {
-        const parsed = decodeCursor(text);
-        expect(parsed !== null, text).toBe(PATTERN.test(text));
-        if (parsed !== null) expect(encodeCursor(parsed)).toBe(text);
+        expect(TEST_CURSORS.decode("audit", text), text).toBeNull();
       }),
       { numRuns: 5000 },
     );
   });
 
-  it("property: the route answers 400 invalid_query exactly for a `before` the pattern refuses", async () => {
+  it("property: the route answers 400 invalid_cursor for every `before` it did not issue, and a page for one it did", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.stringMatching(PATTERN), nearMissArb, otherArb), async (text) => {
+      fc.asyncProperty(fc.oneof(positionArb.map(encode), fc.stringMatching(PATTERN), nearMissArb, otherArb), async (text) => {
         const a = await h.call(`/v1/audit?before=${encodeURIComponent(text)}`);
-        if (PATTERN.test(text)) expect(a.status, text).toBe(200);
-        else expect(a.body, text).toMatchObject({ error: "invalid_query" });
+        if (TEST_CURSORS.decode("audit", text) !== null) expect(a.status, text).toBe(200);
+        else expect([a.status, a.body], text).toMatchObject([400, { error: "invalid_cursor" }]);
+        // A text that does not match the documented pattern is never a cursor.
+        if (!PATTERN.test(text)) expect(a.status, text).toBe(400);
       }),
       { numRuns: 300 },
     );

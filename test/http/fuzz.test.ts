@@ -22,10 +22,11 @@ import { createPipeline, type HandledResult, type RawRequest } from "../../src/h
 import { Router } from "../../src/http/router.ts";
 import { publicRoutes, type DocumentedRoute } from "../../src/http/routes/index.ts";
 import { responseSpec } from "../../src/http/routes/spec.ts";
-import { ApiErrorSchema, AUDIT_STATES, encodeCursor } from "../../src/http/schemas/index.ts";
+import { ApiErrorSchema, AUDIT_STATES } from "../../src/http/schemas/index.ts";
 import { MAX_BODY_BYTES, serveUws, uwsIsNative, type UwsServer } from "../../src/http/uws-adapter.ts";
 import { PEG_STATES } from "../../src/methodology/index.ts";
 import { catalog, DEAD_ID, fakeReadModel, NOW, PENDING_ID, UNKNOWN_ID } from "./fixtures.ts";
+import { TEST_CURSORS } from "./helpers.ts";
 
 // A fixed seed keeps CI reproducible (the coverage check below depends on what was generated); set FUZZ_SEED to
 // explore other inputs locally.
@@ -41,7 +42,7 @@ const SOCKET_RUNS = 150;
 
 const rm = fakeReadModel();
 // A positions book with no leverage tracked, so the advisory routes reach their handlers (without one they are 503).
-const routes: DocumentedRoute[] = publicRoutes(rm, { advisory: { snapshot: () => ({ updatedAt: NOW, byMint: new Map() }) } });
+const routes: DocumentedRoute[] = publicRoutes(rm, { cursors: TEST_CURSORS, advisory: { snapshot: () => ({ updatedAt: NOW, byMint: new Map() }) } });
 const router = new Router(routes);
 const clock = new SimulatedClock(NOW);
 /** Unexpected errors the pipeline rendered as 500 (with the request), to explain a failing run. */
@@ -376,7 +377,7 @@ const timestampText: fc.Arbitrary<string> = fc.oneof(
   ),
 );
 
-const validCursors = rm.alertList.map((a) => encodeCursor({ detected_at: a.detected_at, id: a.id }));
+const validCursors = rm.alertList.map((a) => TEST_CURSORS.encode("audit", { detected_at: a.detected_at, id: a.id }));
 
 const cursorText: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom(...validCursors),

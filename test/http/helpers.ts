@@ -8,13 +8,18 @@ import { sql } from "kysely";
 import { expect } from "vitest";
 import { SimulatedClock } from "../../src/clock.ts";
 import { createStoreAccountsModel } from "../../src/http/accounts-model.ts";
+import { CURSOR_KEY_PURPOSE, cursorCodec } from "../../src/http/cursor.ts";
 import { openStore, type Store } from "../../src/store/index.ts";
 import { ApiError } from "../../src/http/errors.ts";
 import { Router } from "../../src/http/router.ts";
 import { openApiDocument, publicRoutes, type DocumentedRoute, type PublicRoutesOptions } from "../../src/http/routes/index.ts";
 import { ApiErrorSchema, schemaById } from "../../src/http/schemas/index.ts";
 import type { HttpResult } from "../../src/http/types.ts";
+import { testSecretBox } from "../support/secrets.ts";
 import { fakeReadModel, NOW, type FakeReadModel } from "./fixtures.ts";
+
+/** The cursors the harness's routes issue and take: signed as the service signs them under TEST_SECRETS_KEY. */
+export const TEST_CURSORS = cursorCodec(testSecretBox().derive(CURSOR_KEY_PURPOSE));
 
 /** released_at of methodology 1.0.0 in the shipped lifecycle registry (src/methodology/registry.json). */
 export const RELEASED_AT = "2026-07-24T00:00:00.000Z";
@@ -110,6 +115,7 @@ function routeOf(routes: readonly DocumentedRoute[], method: string, rawPath: st
 export function harness(opts: HarnessOptions = {}): Harness {
   const rm = fakeReadModel(opts.env, opts.now === undefined ? {} : { now: opts.now });
   const routes = publicRoutes(rm, {
+    cursors: TEST_CURSORS,
     webhookIpsUpdatedAt: NOW - 60_000,
     ...(opts.wsClients === undefined ? {} : { wsClients: opts.wsClients }),
     ...(opts.accounts === undefined ? {} : { accounts: opts.accounts }),

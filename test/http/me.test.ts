@@ -306,7 +306,7 @@ describe("webhooks", () => {
     expect(p3.body).toMatchObject({ count: 1, next_before: null });
     expect((await ah.send("GET", `/v1/me/webhooks/${w.id}/deliveries`, token)).body).toMatchObject({ count: 5, next_before: null });
     expectError(await ah.send("GET", `/v1/me/webhooks/${w.id}/deliveries?limit=101`, token), 400, "invalid_query");
-    expectError(await ah.send("GET", `/v1/me/webhooks/${w.id}/deliveries?before=garbage!`, token), 400, "invalid_query");
+    expectError(await ah.send("GET", `/v1/me/webhooks/${w.id}/deliveries?before=garbage!`, token), 400, "invalid_cursor");
   });
 });
 

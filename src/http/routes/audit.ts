@@ -4,6 +4,7 @@
  */
 import { replayBundle, timestampToWire, type EpochMs, type PegState } from "../../methodology/index.ts";
 import type { StoredReceipt } from "../../store/index.ts";
+import type { CursorCodec } from "../cursor.ts";
 import { ApiError, assetNotFound, invalidQuery, notFound } from "../errors.ts";
 import type { AuditQuery, AuditRow, ReadModel } from "../read-model.ts";
 import {
@@ -21,7 +22,6 @@ import {
   OnchainNotAnchored,
   PathParams,
   ReplayBundle,
-  encodeCursor,
   parseQuery,
   type AuditDetailBody,
   type AuditIndexRowBody,
@@ -156,7 +156,10 @@ export function auditCsv(rows: readonly AuditIndexRowBody[]): string {
   return `${lines.join("\r\n")}\r\n`;
 }
 
-export function auditRoutes(rm: ReadModel): DocumentedRoute[] {
+/** The listing audit cursors page (the index and the CSV export take the same `before`). */
+const AUDIT_LISTING = "audit";
+
+export function auditRoutes(rm: ReadModel, cursors: CursorCodec): DocumentedRoute[] {
   /** The ledger query of a request (filters shared by the index and the CSV export). */
   function ledgerQuery(req: HttpRequest, csv: boolean): AuditQuery {
     const q = csv ? parseQuery(req.query, AuditCsvQueryParams) : parseQuery(req.query, AuditQueryParams);
@@ -178,7 +181,7 @@ export function auditRoutes(rm: ReadModel): DocumentedRoute[] {
       from,
       to,
       limit,
-      ...(q.before === undefined ? {} : { before: q.before }),
+      ...(q.before === undefined ? {} : { before: cursors.verify(AUDIT_LISTING, q.before) }),
     };
   }
 
@@ -205,7 +208,7 @@ export function auditRoutes(rm: ReadModel): DocumentedRoute[] {
           generated_at: timestampToWire(rm.clock.now()),
           count: page.length,
           data: page,
-          next_before: last === undefined ? null : encodeCursor({ detected_at: last.detected_at, id: last.id }),
+          next_before: last === undefined ? null : cursors.encode(AUDIT_LISTING, { detected_at: last.detected_at, id: last.id }),
         });
       },
       spec: {
@@ -214,7 +217,7 @@ export function auditRoutes(rm: ReadModel): DocumentedRoute[] {
         tags: ["audit"],
         query: AuditQueryParams,
         responses: { 200: AuditIndex },
-        errors: ["invalid_query", "invalid_state", "asset_not_found"],
+        errors: ["invalid_query", "invalid_state", "invalid_cursor", "asset_not_found"],
       },
     },
     {
@@ -237,7 +240,7 @@ export function auditRoutes(rm: ReadModel): DocumentedRoute[] {
         tags: ["audit"],
         query: AuditCsvQueryParams,
         responses: { 200: { schema: null, contentType: "text/csv", description: "RFC 4180 CSV with a header row." } },
-        errors: ["invalid_query", "invalid_state", "asset_not_found"],
+        errors: ["invalid_query", "invalid_state", "invalid_cursor", "asset_not_found"],
       },
     },
     {

@@ -16,6 +16,7 @@ import { machineRoutes } from "./machines.ts";
 import { streamRoutes } from "./stream.ts";
 import { metaRoutes, type MetaRouteOptions } from "./meta.ts";
 import type { AccountsModel } from "../accounts-model.ts";
+import { processCursorCodec, type CursorCodec } from "../cursor.ts";
 import { authRoutes } from "./auth.ts";
 import { meRoutes, type MeRouteOptions } from "./me.ts";
 import type { DocumentedRoute } from "./spec.ts";
@@ -39,16 +40,22 @@ export interface PublicRoutesOptions {
    * routes answer 503 `not_ready` and the feed carries no `systemic`.
    */
   readonly advisory?: ExposureReader;
+  /**
+   * Signs and checks the listings' cursors (`next_before` / `before`) under the deployment's key, so every process
+   * of a deployment accepts the others' cursors. Absent: a key of this process's own (its cursors page only here).
+   */
+  readonly cursors?: CursorCodec;
 }
 
 export function publicRoutes(rm: ReadModel, opts: PublicRoutesOptions = {}): DocumentedRoute[] {
   const wsClients = opts.wsClients ?? opts.requestsWsClients;
+  const cursors = opts.cursors ?? processCursorCodec();
   const routes: DocumentedRoute[] = [
     ...healthRoutes(rm),
     ...assetRoutes(rm),
     ...advisoryRoutes(rm, opts.advisory),
     ...feedRoutes(rm, { ...(wsClients === undefined ? {} : { wsClients }), ...(opts.advisory === undefined ? {} : { advisory: opts.advisory }) }),
-    ...auditRoutes(rm),
+    ...auditRoutes(rm, cursors),
     ...machineRoutes(rm),
     ...streamRoutes(),
     ...metaRoutes(rm, {
@@ -58,7 +65,7 @@ export function publicRoutes(rm: ReadModel, opts: PublicRoutesOptions = {}): Doc
   ];
   if (opts.accounts !== undefined) {
     const { model, ...meOpts } = opts.accounts;
-    routes.push(...authRoutes(rm, model), ...meRoutes(rm, model, meOpts));
+    routes.push(...authRoutes(rm, model), ...meRoutes(rm, model, cursors, meOpts));
   }
   let doc: object | undefined;
   routes.push(...docsRoutes(() => (doc ??= openApiDocument(routes))));

@@ -10,6 +10,7 @@ import { timestampToWire, type EpochMs } from "../../methodology/index.ts";
 import type { DeliveryRecord, SubscriptionRecord, UserRecord, WebhookFormat, WebhookRecord, WriteResult } from "../../store/index.ts";
 import { listEnvelope } from "../../wire/index.ts";
 import type { AccountsModel } from "../accounts-model.ts";
+import type { CursorCodec } from "../cursor.ts";
 import { ApiError, assetNotFound, notFound } from "../errors.ts";
 import type { ReadModel } from "../read-model.ts";
 import {
@@ -34,7 +35,6 @@ import {
   WebhookReplay,
   WebhookReplayAccepted,
   WebhookTestAccepted,
-  encodeCursor,
   parseQuery,
 } from "../schemas/index.ts";
 import { alertRow } from "./feeds.ts";
@@ -140,7 +140,8 @@ const PRIVATE = { "cache-control": "no-store" } as const;
 /** How far back a replay window may start (addendum A). */
 export const REPLAY_MAX_AGE_MS = 7 * 86_400_000;
 
-export function meRoutes(rm: ReadModel, accounts: AccountsModel, opts: MeRouteOptions = {}): DocumentedRoute[] {
+/** `cursors` signs and checks the deliveries listing's `next_before` / `before` (one listing per webhook). */
+export function meRoutes(rm: ReadModel, accounts: AccountsModel, cursors: CursorCodec, opts: MeRouteOptions = {}): DocumentedRoute[] {
   const resolve = opts.resolve ?? systemResolve;
   const auth = (req: Parameters<typeof authenticate>[2]) => authenticate(rm, accounts, req);
 
@@ -382,12 +383,14 @@ export function meRoutes(rm: ReadModel, accounts: AccountsModel, opts: MeRouteOp
         const q = parseQuery(req.query, DeliveriesQueryParams);
         const hook = await ownWebhook(user.id, req.params["id"]!);
         const limit = q.limit ?? DELIVERIES_LIMIT.default;
+        const listing = `deliveries:${hook.id}`;
+        const before = q.before === undefined ? undefined : cursors.verify(listing, q.before);
         const rows = await accounts.deliveries(hook.id, {
           limit,
-          ...(q.before === undefined ? {} : { before: { scheduled_at: q.before.detected_at, id: q.before.id } }),
+          ...(before === undefined ? {} : { before: { scheduled_at: before.detected_at, id: before.id } }),
         });
         const last = rows.at(-1);
-        const next = rows.length === limit && last !== undefined ? encodeCursor({ detected_at: last.scheduled_at, id: last.id }) : null;
+        const next = rows.length === limit && last !== undefined ? cursors.encode(listing, { detected_at: last.scheduled_at, id: last.id }) : null;
         return jsonResult(200, { ...listEnvelope(rows.map(deliveryBody), rm.clock.now()), next_before: next }, PRIVATE);
       },
       spec: {
@@ -397,7 +400,7 @@ export function meRoutes(rm: ReadModel, accounts: AccountsModel, opts: MeRouteOp
         params: { id: MePathParams.id },
         query: DeliveriesQueryParams,
         responses: { 200: DeliveryPage },
-        errors: [...BEARER_ERRORS, "invalid_query", "not_found"],
+        errors: [...BEARER_ERRORS, "invalid_query", "invalid_cursor", "not_found"],
       },
     },
     {

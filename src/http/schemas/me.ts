@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { DELIVERY_ERRORS, DELIVERY_STATUSES, MIN_SEVERITIES, SUBSCRIPTION_CHANNELS, WEBHOOK_FORMATS, WEBHOOK_STATUSES } from "../../store/index.ts";
 import { Count, Int64, Timestamp, Uuid, component, listEnvelopeOf } from "./common.ts";
-import { intParam, type PathParam, type QueryParam, cursorParam, cursorText } from "./query.ts";
+import { beforeParam, cursorText, intParam, type PathParam, type QueryParam } from "./query.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Auth.
@@ -209,11 +209,7 @@ export const DeliveryPage = component(
 export const DELIVERIES_LIMIT = { min: 1, max: 100, default: 50 } as const;
 
 export const DeliveriesQueryParams = {
-  before: {
-    schema: cursorParam,
-    doc: cursorText,
-    description: "Opaque cursor: the `next_before` of the previous page. Anything else (not matching the pattern) is a 400.",
-  },
+  before: beforeParam,
   limit: { schema: intParam(DELIVERIES_LIMIT), description: "Page size; out of range is a 400.", default: DELIVERIES_LIMIT.default },
 } satisfies Record<string, QueryParam<unknown>>;
 

@@ -18,7 +18,7 @@ export interface QueryParam<T> {
   /** Documented as required (the handler refuses a request without it). Default false. */
   readonly required?: boolean;
   /** The error code of a bad value. Default `invalid_query`. */
-  readonly errorCode?: "invalid_query" | "invalid_state";
+  readonly errorCode?: "invalid_query" | "invalid_state" | "invalid_cursor";
 }
 
 export interface PathParam {
@@ -73,62 +73,38 @@ export const timestampParam: z.ZodType<EpochMs, string> = z.string().transform((
 });
 
 /**
- * A keyset cursor (`before` / `next_before` of the audit ledger and of a webhook's deliveries): the position (instant,
- * id) of the last row served, newest first. `detected_at` is the row's instant (a delivery's `scheduled_at`).
+ * A keyset cursor's position (`before` / `next_before` of the audit ledger and of a webhook's deliveries): the
+ * position (instant, id) of the last row served, newest first. `detected_at` is the row's instant (a delivery's
+ * `scheduled_at`). The API hands it out signed (src/http/cursor.ts), never as is.
  */
 export interface AuditCursor {
   readonly detected_at: EpochMs;
   readonly id: string;
 }
 
-/** The latest instant a cursor holds, 2^47 - 1 ms (year 6429): its 64-bit field then starts with 17 zero bits. */
+/** The latest instant a cursor holds, 2^47 - 1 ms (year 6429). */
 export const CURSOR_MAX_MS = 2 ** 47 - 1;
 
 /**
- * Exactly the texts `decodeCursor` accepts, published as the parameter's `pattern`. A cursor is unpadded base64url of
- * 24 bytes, the instant (unsigned 64-bit big-endian epoch ms, at most CURSOR_MAX_MS) then the id's 16 bytes: 32
- * characters, with no spare bits (24 bytes are exactly 32 sextets), so every such text is one distinct cursor. The
- * instant's 17 leading zero bits are the first two characters (`A` = six zero bits) and the third's first five bits
- * (`A` or `B`); the other 29 characters are free (the rest of the instant and any 128-bit id).
+ * The texts a cursor can be, published as the parameter's `pattern`: 56 base64url characters (src/http/cursor.ts).
+ * Matching is necessary, not sufficient: only a cursor the listing issued verifies.
  */
-export const CURSOR_PATTERN = /^AA[AB][A-Za-z0-9_-]{29}$/;
+export const CURSOR_PATTERN = /^[A-Za-z0-9_-]{56}$/;
 
-const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** The cursor text of a position. A RangeError when the instant is outside 0..CURSOR_MAX_MS or the id is no UUID. */
-export function encodeCursor(c: AuditCursor): string {
-  if (!Number.isSafeInteger(c.detected_at) || c.detected_at < 0 || c.detected_at > CURSOR_MAX_MS) {
-    throw new RangeError(`cursor instant out of range: ${String(c.detected_at)}`);
-  }
-  if (!UUID_TEXT.test(c.id)) throw new RangeError("cursor id must be a UUID");
-  const bytes = Buffer.alloc(24);
-  bytes.writeBigUInt64BE(BigInt(c.detected_at), 0);
-  bytes.write(c.id.replace(/-/g, ""), 8, "hex");
-  return bytes.toString("base64url");
-}
-
-/** The position of a cursor text (the id in lowercase), or null when the text does not match CURSOR_PATTERN. */
-export function decodeCursor(text: string): AuditCursor | null {
-  if (!CURSOR_PATTERN.test(text)) return null;
-  const bytes = Buffer.from(text, "base64url");
-  const hex = bytes.toString("hex", 8, 24);
-  return {
-    detected_at: Number(bytes.readBigUInt64BE(0)),
-    id: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`,
-  };
-}
-
-export const cursorParam: z.ZodType<AuditCursor, string> = z.string().transform((s, ctx) => {
-  const c = decodeCursor(s);
-  if (c === null) {
-    ctx.addIssue({ code: "custom", message: "must be a next_before cursor returned by a previous page" });
-    return z.NEVER;
-  }
-  return c;
-});
+/** The `before` text as received; the route verifies it (`CursorCodec.verify`) for its listing. */
+export const cursorParam: z.ZodType<string, string> = z.string().regex(CURSOR_PATTERN, "must be a next_before cursor returned by a previous page");
 
 /** How a cursor is documented (parameters `before`, members `next_before`): a string of CURSOR_PATTERN. */
 export const cursorText = z.string().regex(CURSOR_PATTERN);
+
+/** The `before` parameter of a keyset-paged listing. */
+export const beforeParam = {
+  schema: cursorParam,
+  doc: cursorText,
+  description:
+    "Opaque cursor: the `next_before` of the previous page of the same listing, as given. Anything else (altered, truncated, from another listing) is a 400 `invalid_cursor`.",
+  errorCode: "invalid_cursor",
+} as const satisfies QueryParam<string>;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Bounds (interface part 8, addendum B).
@@ -193,11 +169,7 @@ const auditFilters = {
     description: "Inclusive lower bound on detected_at. Default `to` minus 7 days; the window is at most 90 days.",
   },
   to: { schema: timestampParam, doc: timestampText, description: "Inclusive upper bound on detected_at. Default now." },
-  before: {
-    schema: cursorParam,
-    doc: cursorText,
-    description: "Opaque cursor: the `next_before` of the previous page. Anything else (not matching the pattern) is a 400.",
-  },
+  before: beforeParam,
 } satisfies Record<string, QueryParam<unknown>>;
 
 export const AuditQueryParams = {
