@@ -22,6 +22,7 @@ export const SERVER_ERROR_CODES = [
   "invalid_query",
   "invalid_state",
   "invalid_body",
+  "invalid_cursor",
   "unauthorized",
   "invalid_token",
   "token_expired",

@@ -1183,7 +1183,7 @@ export interface components {
             next_before: string | null;
         };
         /** @enum {string} */
-        ErrorCode: "invalid_query" | "invalid_state" | "invalid_body" | "unauthorized" | "invalid_token" | "token_expired" | "token_revoked" | "not_found" | "asset_not_found" | "not_applicable" | "not_committed_yet" | "retry_exhausted" | "wallet_drained" | "persistence_failed" | "method_not_allowed" | "conflict" | "gone" | "payload_too_large" | "upgrade_required" | "unsupported_media_type" | "rate_limited" | "internal" | "not_ready";
+        ErrorCode: "invalid_query" | "invalid_state" | "invalid_body" | "invalid_cursor" | "unauthorized" | "invalid_token" | "token_expired" | "token_revoked" | "not_found" | "asset_not_found" | "not_applicable" | "not_committed_yet" | "retry_exhausted" | "wallet_drained" | "persistence_failed" | "method_not_allowed" | "conflict" | "gone" | "payload_too_large" | "upgrade_required" | "unsupported_media_type" | "rate_limited" | "internal" | "not_ready";
         /** @enum {string} */
         EvidenceStatus: "ready" | "pending" | "failed_permanent" | "unknown";
         /** @enum {string} */
@@ -1730,7 +1730,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -1793,7 +1793,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -1891,7 +1891,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -1985,7 +1985,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2039,7 +2039,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2100,7 +2100,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2170,7 +2170,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2231,7 +2231,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2301,7 +2301,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2374,7 +2374,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2444,7 +2444,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2505,7 +2505,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2535,7 +2535,7 @@ export interface operations {
                 from?: string;
                 /** @description Inclusive upper bound on detected_at. Default now. */
                 to?: string;
-                /** @description Opaque cursor: the `next_before` of the previous page. Anything else (not matching the pattern) is a 400. */
+                /** @description Opaque cursor: the `next_before` of the previous page of the same listing, as given. Anything else (altered, truncated, from another listing) is a 400 `invalid_cursor`. */
                 before?: string;
                 /** @description Page size; out of range is a 400. */
                 limit?: number;
@@ -2555,7 +2555,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuditIndex"];
                 };
             };
-            /** @description Invalid request: ApiError with `error`: `invalid_query`, `invalid_state`. */
+            /** @description Invalid request: ApiError with `error`: `invalid_query`, `invalid_state`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2576,7 +2576,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2606,7 +2606,7 @@ export interface operations {
                 from?: string;
                 /** @description Inclusive upper bound on detected_at. Default now. */
                 to?: string;
-                /** @description Opaque cursor: the `next_before` of the previous page. Anything else (not matching the pattern) is a 400. */
+                /** @description Opaque cursor: the `next_before` of the previous page of the same listing, as given. Anything else (altered, truncated, from another listing) is a 400 `invalid_cursor`. */
                 before?: string;
                 /** @description Maximum rows; out of range is a 400. */
                 limit?: number;
@@ -2626,7 +2626,7 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description Invalid request: ApiError with `error`: `invalid_query`, `invalid_state`. */
+            /** @description Invalid request: ApiError with `error`: `invalid_query`, `invalid_state`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2647,7 +2647,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2728,7 +2728,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2809,7 +2809,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2870,7 +2870,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2951,7 +2951,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -2998,7 +2998,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -3087,7 +3087,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -3145,7 +3145,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -3234,7 +3234,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -3283,7 +3283,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -3323,7 +3323,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -3372,7 +3372,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -3446,7 +3446,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -3535,7 +3535,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -3593,7 +3593,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -3700,7 +3700,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -3777,7 +3777,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -3887,7 +3887,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -3945,7 +3945,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -4052,7 +4052,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -4131,7 +4131,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -4241,7 +4241,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -4272,7 +4272,7 @@ export interface operations {
     getV1MeWebhooksIdDeliveries: {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the `next_before` of the previous page. Anything else (not matching the pattern) is a 400. */
+                /** @description Opaque cursor: the `next_before` of the previous page of the same listing, as given. Anything else (altered, truncated, from another listing) is a 400 `invalid_cursor`. */
                 before?: string;
                 /** @description Page size; out of range is a 400. */
                 limit?: number;
@@ -4295,7 +4295,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryPage"];
                 };
             };
-            /** @description Invalid request: ApiError with `error`: `invalid_query`. */
+            /** @description Invalid request: ApiError with `error`: `invalid_query`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4325,7 +4325,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -4426,7 +4426,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -4505,7 +4505,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -4554,7 +4554,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -4594,7 +4594,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -4634,7 +4634,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -4685,7 +4685,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -4725,7 +4725,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -4772,7 +4772,7 @@ export interface operations {
             /** @description Rate limited: ApiError with `error`: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds until a request would be allowed. */
+                    /** @description Whole seconds after which the same client's request is admitted (waiting exactly this long suffices). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
