@@ -1,7 +1,7 @@
 /**
  * The npm packages the dashboard runs in the browser, served from node_modules (nothing from a CDN, no build step
  * when the service starts): the client library `@peg-oracle/client` as its committed browser module
- * (packages/client/browser/peg-client.js, built by `npm run client:build` and checked for drift by
+ * (packages/client/browser/peg-client.js, built by `npm run client:browser` and checked for drift by
  * test/client/bundle-drift.test.ts), whose PegStream is the pages' live connection and whose verifyReceipt is the
  * receipt page's check. Only the files listed here are served, each at a fixed URL under /static/vendor/. The pages
  * map the bare specifier to that URL with an import map (public/*.html), so the same page modules import unchanged
