@@ -7,7 +7,7 @@ import type { Catalog } from "../catalog/index.ts";
 import type { Route } from "../http/router.ts";
 import type { PaymentGate } from "../x402/index.ts";
 import { routeCaller, type ApiCaller } from "./api.ts";
-import { resources } from "./resources.ts";
+import { resources, resourceTemplates } from "./resources.ts";
 import { prepare, type PreparedSpec } from "./server.ts";
 import type { AnyToolDef } from "./tool.ts";
 import { getPegStateTool, listAssetsTool } from "./tools/assets.ts";
@@ -40,6 +40,7 @@ export function agentSpec(deps: AgentDeps): PreparedSpec {
     version: SERVER_VERSION,
     tools,
     resources: resources(api, deps.catalog),
+    templates: resourceTemplates(api),
     ...(deps.paid === undefined ? {} : { gate: deps.paid.gate }),
     ...(deps.onInternal === undefined ? {} : { onInternal: deps.onInternal }),
   });

@@ -11,8 +11,6 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 export const TOOL_ERROR_CODES = {
   /** The arguments do not match the tool's input schema (or a rule it states, such as "one of alert_id or bundle"). */
   invalid_input: "invalid_input",
-  /** No tool of that name (or a paid tool on a server without payments configured). */
-  unknown_tool: "unknown_tool",
   /** No active asset with that symbol or mint. */
   asset_not_found: "asset_not_found",
   /** No alert (receipt) with that id, or no snapshot of the asset yet. */

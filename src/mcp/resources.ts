@@ -3,13 +3,28 @@
  * the text is open) and the asset catalog. Read-only, the same for every caller; files are read once.
  */
 import { readFileSync } from "node:fs";
-import type { Resource } from "@modelcontextprotocol/sdk/types.js";
+import { McpError, type Resource, type ResourceTemplate } from "@modelcontextprotocol/sdk/types.js";
 import { catalogRow, type Catalog } from "../catalog/index.ts";
 import { okBody, type ApiCaller } from "./api.ts";
 
 /** One resource and how to read it. */
 export interface ResourceDef extends Resource {
   read(): Promise<string>;
+}
+
+/**
+ * A family of resources named by a URI template (RFC 6570 level 1) and how to read one of them: `read` answers null
+ * when the URI does not fit the template, and throws `resourceNotFound` when it fits but names nothing.
+ */
+export interface ResourceTemplateDef extends ResourceTemplate {
+  read(uri: string): Promise<string> | null;
+}
+
+/** MCP server/resources, Error Handling: "Resource not found" is the JSON-RPC error -32002, with the URI as data. */
+export const RESOURCE_NOT_FOUND = -32002;
+
+export function resourceNotFound(uri: string, why: string): McpError {
+  return new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${why}`, { uri: uri.slice(0, 200) });
 }
 
 const docText = (name: string): (() => Promise<string>) => {
@@ -23,6 +38,42 @@ export const RESOURCE_URIS = {
   methodologyNotes: "peg-oracle://methodology/notes",
   catalog: "peg-oracle://catalog",
 } as const;
+
+/** The URI template of the asset cards; `{symbol}` is a catalog symbol, percent-encoded where needed. */
+export const ASSET_CARD_TEMPLATE = "peg-oracle://assets/{symbol}";
+const ASSET_CARD_PREFIX = "peg-oracle://assets/";
+
+/** One template per asset card: `peg-oracle://assets/USDC` reads what `GET /v1/assets/USDC` (and `get_peg_state`) answer. */
+export function resourceTemplates(api: ApiCaller): ResourceTemplateDef[] {
+  return [
+    {
+      uriTemplate: ASSET_CARD_TEMPLATE,
+      name: "asset-card",
+      title: "An asset's peg card",
+      description:
+        "One tracked asset's current peg card, as GET /v1/assets/{symbol} serves it: state, discount (decimal string), risk_score, anchor, thresholds and the latest alert. {symbol} is a catalog symbol such as USDC (list_assets or peg-oracle://catalog name them).",
+      mimeType: "application/json",
+      read: (uri) => {
+        if (!uri.startsWith(ASSET_CARD_PREFIX)) return null;
+        const segment = uri.slice(ASSET_CARD_PREFIX.length);
+        if (segment === "" || segment.includes("/") || segment.includes("?") || segment.includes("#")) return null;
+        return (async () => {
+          let symbol: string;
+          try {
+            symbol = decodeURIComponent(segment);
+          } catch {
+            throw resourceNotFound(uri, "malformed percent-encoding in the symbol");
+          }
+          const a = await api.get(`/v1/assets/${encodeURIComponent(symbol)}`);
+          if (a.status === 200) return JSON.stringify(a.body);
+          if (a.status === 400 || a.status === 404) throw resourceNotFound(uri, `no active asset ${JSON.stringify(symbol.slice(0, 64))}; list_assets names them`);
+          const body = (a.body ?? {}) as Record<string, unknown>;
+          throw new Error(`GET /v1/assets/{symbol} answered ${a.status}: ${typeof body["message"] === "string" ? body["message"] : ""}`);
+        })();
+      },
+    },
+  ];
+}
 
 export function resources(api: ApiCaller, catalog: Catalog): ResourceDef[] {
   return [

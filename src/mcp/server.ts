@@ -1,14 +1,16 @@
 /**
  * The agent-tool MCP server on the official SDK's low-level `Server`: tools with JSON Schema inputs and structured
  * outputs, the resources, and x402 payments on the paid tools (the x402 MCP transport's tool-result binding). Input is
- * validated here, so a bad call always gets a tool error with a stable code (src/mcp/errors.ts), never a protocol
- * error or a crash. One server per connection (stdio) or per request (stateless Streamable HTTP): the tool
- * definitions and their JSON Schemas are built once and shared.
+ * validated here, so bad arguments always get a tool error with a stable code (src/mcp/errors.ts), never a crash;
+ * what the protocol makes a JSON-RPC error is one: an unknown tool (-32602), an unknown resource (-32002). One server
+ * per connection (stdio) or per request (stateless Streamable HTTP): the tool definitions and their JSON Schemas are
+ * built once and shared.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   CallToolRequestSchema,
   ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
   McpError,
@@ -21,7 +23,7 @@ import type { PaymentGate } from "../x402/index.ts";
 import { errorResult, failureResult, TOOL_ERROR_CODES } from "./errors.ts";
 import { paidCall } from "./paid-call.ts";
 import { PaymentRequiredSchema } from "./payment-schema.ts";
-import type { ResourceDef } from "./resources.ts";
+import { resourceNotFound, type ResourceDef, type ResourceTemplateDef } from "./resources.ts";
 import { issuesText, listing, okResult, type AnyToolDef, type ToolContext } from "./tool.ts";
 
 export const SERVER_NAME = "peg-oracle";
@@ -37,6 +39,8 @@ export interface McpServerSpec {
   readonly version: string;
   readonly tools: readonly AnyToolDef[];
   readonly resources: readonly ResourceDef[];
+  /** Resource families by URI template (the asset cards); absent: none. */
+  readonly templates?: readonly ResourceTemplateDef[];
   /** The payment gate of the paid tools; absent: paid tools are not offered. */
   readonly gate?: PaymentGate;
   /** Reported with every `internal` tool error. */
@@ -75,9 +79,8 @@ export function serverFor(spec: PreparedSpec): Server {
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...spec.listings] }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const def = spec.byName.get(request.params.name);
-    if (def === undefined) {
-      return errorResult({ error: TOOL_ERROR_CODES.unknown_tool, message: `no tool named ${JSON.stringify(request.params.name.slice(0, 64))}; tools/list names them` });
-    }
+    // MCP server/tools, Error Handling: an unknown tool is a protocol error (-32602), not a tool result.
+    if (def === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${JSON.stringify(request.params.name.slice(0, 64))}; tools/list names them`);
     const parsed = def.input.safeParse(request.params.arguments ?? {});
     if (!parsed.success) return errorResult({ error: TOOL_ERROR_CODES.invalid_input, message: issuesText(parsed.error) });
     const ctx: ToolContext = { signal: extra.signal };
@@ -93,10 +96,18 @@ export function serverFor(spec: PreparedSpec): Server {
   server.setRequestHandler(ListResourcesRequestSchema, () => ({
     resources: spec.resources.map(({ read: _read, ...r }) => r),
   }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+    resourceTemplates: (spec.templates ?? []).map(({ read: _read, ...t }) => t),
+  }));
   server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
-    const r = spec.resources.find((x) => x.uri === request.params.uri);
-    if (r === undefined) throw new McpError(ErrorCode.InvalidParams, `no resource ${request.params.uri.slice(0, 200)}; resources/list names them`);
-    return { contents: [{ uri: r.uri, ...(r.mimeType === undefined ? {} : { mimeType: r.mimeType }), text: await r.read() }] };
+    const uri = request.params.uri;
+    const r = spec.resources.find((x) => x.uri === uri);
+    if (r !== undefined) return { contents: [{ uri, ...(r.mimeType === undefined ? {} : { mimeType: r.mimeType }), text: await r.read() }] };
+    for (const t of spec.templates ?? []) {
+      const text = t.read(uri);
+      if (text !== null) return { contents: [{ uri, ...(t.mimeType === undefined ? {} : { mimeType: t.mimeType }), text: await text }] };
+    }
+    throw resourceNotFound(uri, "no resource has this URI; resources/list and resources/templates/list name them");
   });
   return server;
 }

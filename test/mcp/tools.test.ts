@@ -129,7 +129,8 @@ describe("list_assets and get_peg_state", () => {
       expect(toolError(await call("get_peg_state", bad))["error"], JSON.stringify(bad)).toBe("invalid_input");
     }
     expect(toolError(await call("list_assets", { state: "SUNK" }))["error"]).toBe("invalid_input");
-    expect(toolError(await call("no_such_tool", {}))["error"]).toBe("unknown_tool");
+    // An unknown tool is a protocol error, not a tool result (MCP server/tools, Error Handling).
+    await expect(call("no_such_tool", {})).rejects.toMatchObject({ code: -32602 });
   });
 });
 
@@ -242,7 +243,7 @@ describe("resources", () => {
     expect(cat.assets).toHaveLength(catalog.all.length);
     expect(cat.assets.find((a) => a["symbol"] === "USDC")).toMatchObject({ class: "stable_fiat", anchor: "USD", active: true });
     expect(JSON.parse(await text("peg-oracle://methodology/current"))).toEqual(await rest("/v1/methodology/current"));
-    await expect(client.readResource({ uri: "peg-oracle://nothing" })).rejects.toThrow(/no resource/);
+    await expect(client.readResource({ uri: "peg-oracle://nothing" })).rejects.toMatchObject({ code: -32002 });
   });
 
   it("docs/methodology.md is the methodology text of this release", () => {
