@@ -126,6 +126,16 @@ export interface Config {
    * default) shares one budget, as one home or cloud connection holds a whole /64. IPv4 clients are keyed by address.
    */
   readonly rateLimitIpv6Prefix: number;
+  /**
+   * Requests per minute per client IP on `/mcp` (MCP_RATE_LIMIT_PER_MIN), a budget of its own instead of
+   * RATE_LIMIT_PER_MIN: a stateless MCP session spends three requests before its first tool call. Default 600.
+   */
+  readonly mcpRateLimitPerMin: number;
+  /**
+   * `Host` values `/mcp` accepts besides localhost, 127.0.0.1 and [::1] on PORT and the host of WEBHOOK_BASE_URL
+   * (MCP_ALLOWED_HOSTS, DNS-rebinding protection), lower-case: `name` (any port) or `name:port`. Default none.
+   */
+  readonly mcpAllowedHosts: readonly string[];
   /** Take the client IP from `X-Forwarded-For` (only behind a trusted proxy). Default false. */
   readonly trustProxy: boolean;
   /**
@@ -222,6 +232,8 @@ export const CONFIG_VARIABLES = [
   { name: "CORS_ORIGINS", default: "", secret: false, description: "Comma-separated browser origins allowed by CORS, e.g. https://app.example.com." },
   { name: "RATE_LIMIT_PER_MIN", default: "60", secret: false, description: "Public requests per minute per client IP, integer >= 1." },
   { name: "RATE_LIMIT_IPV6_PREFIX", default: "64", secret: false, description: "Prefix length (bits, integer 1-128) that keys the rate limit of IPv6 clients: all addresses of one /64 (default) share one budget. IPv4 and IPv4-mapped IPv6 clients are keyed by their IPv4 address." },
+  { name: "MCP_RATE_LIMIT_PER_MIN", default: "600", secret: false, description: "Requests per minute per client IP on /mcp, integer >= 1: the agents' own budget, instead of RATE_LIMIT_PER_MIN (an MCP session spends three requests before its first tool call)." },
+  { name: "MCP_ALLOWED_HOSTS", default: "", secret: false, description: "Comma-separated Host header values /mcp accepts besides localhost, 127.0.0.1 and [::1] on PORT and WEBHOOK_BASE_URL's host (DNS-rebinding protection): name (any port) or name:port, e.g. oracle.example.com." },
   { name: "TRUST_PROXY", default: "false", secret: false, description: "Read the client IP from X-Forwarded-For: false (default), true (the connected peer is the one trusted proxy), or a comma-separated list of trusted proxy IP addresses." },
   { name: "GIT_SHA", default: "", secret: false, description: "Hex commit (7-40 digits) of the running build, hashed into receipts. Unset: the checkout's HEAD (read from .git), else build-info.json (peg-oracle build-info); the service warns at start when neither exists." },
   { name: "INTRINSIC_LIVENESS_GATE", default: "false", secret: false, description: "Enable the intrinsic-liveness gate: true/false/1/0/yes/no." },
@@ -341,6 +353,8 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>, b
     corsOrigins: read("CORS_ORIGINS", listOf(parseOrigin, "origins"), []),
     rateLimitPerMin: read("RATE_LIMIT_PER_MIN", integerIn(1, 1_000_000), 60),
     rateLimitIpv6Prefix: read("RATE_LIMIT_IPV6_PREFIX", integerIn(1, 128), 64),
+    mcpRateLimitPerMin: read("MCP_RATE_LIMIT_PER_MIN", integerIn(1, 1_000_000), 600),
+    mcpAllowedHosts: read("MCP_ALLOWED_HOSTS", listOf(parseHostHeader, "hosts"), []),
     ...(() => {
       const t = read("TRUST_PROXY", parseTrustProxy, { trust: false, proxies: [] as readonly string[] });
       return { trustProxy: t.trust, trustedProxies: t.proxies };
@@ -550,6 +564,17 @@ function parseOrigin(text: string): Parsed<string> {
   // A bare trailing slash is tolerated; `origin` is what browsers send, so that is what we store.
   if (text.replace(/\/$/, "").includes("/", url.protocol.length + 2)) return bad(expected);
   return ok(url.origin);
+}
+
+/** A Host header value: a host name, IPv4 address or bracketed IPv6 address, with an optional port; stored lower-case. */
+function parseHostHeader(text: string): Parsed<string> {
+  const m = /^(\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)(?::(\d{1,5}))?$/i.exec(text);
+  const port = m?.[2] === undefined ? null : Number(m[2]);
+  const v6 = m?.[1]?.startsWith("[") === true ? m[1].slice(1, -1) : null;
+  if (m === null || (port !== null && (port < 1 || port > 65_535)) || (v6 !== null && isIP(v6) !== 6)) {
+    return bad(`${JSON.stringify(text)} is not a host such as oracle.example.com, oracle.example.com:8443 or [::1]:8080`);
+  }
+  return ok(text.toLowerCase());
 }
 
 function parseHttpUrl(text: string): Parsed<string> {

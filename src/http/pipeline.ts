@@ -4,7 +4,7 @@ import { DEFAULT_IPV6_PREFIX, rateLimitKey } from "./client-ip.ts";
 import { addCorsHeaders, preflight } from "./cors.ts";
 import { ApiError } from "./errors.ts";
 import { addRateLimitHeaders, addRateLimitPolicy, rateLimitHeaders, SlidingWindowLimiter } from "./rate-limit.ts";
-import { allowHeader, type Router } from "./router.ts";
+import { allowHeader, type Route, type Router } from "./router.ts";
 import type { HttpRequest, HttpResult } from "./types.ts";
 
 /**
@@ -55,10 +55,14 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Hand
   const ipv6Prefix = opts.ipv6Prefix ?? DEFAULT_IPV6_PREFIX;
   let sweptAt = 0;
 
-  const failure = (e: unknown, raw: RawRequest): HttpResult => {
-    if (e instanceof ApiError) return { status: e.status, json: e.toBody(), ...(e.extra.headers === undefined ? {} : { headers: e.extra.headers }) };
+  const failure = (e: unknown, raw: RawRequest, route: Route | null = null): HttpResult => {
+    if (e instanceof ApiError) {
+      const json = route?.errorBody === undefined ? e.toBody() : route.errorBody(e);
+      return { status: e.status, json, ...(e.extra.headers === undefined ? {} : { headers: e.extra.headers }) };
+    }
     opts.onError?.(e, raw);
-    return { status: 500, json: { error: "internal", message: "internal error; the request id identifies it in the logs" } };
+    const internal = new ApiError("internal", "internal error; the request id identifies it in the logs");
+    return { status: 500, json: route?.errorBody === undefined ? internal.toBody() : route.errorBody(internal) };
   };
 
   const finish = (raw: RawRequest, headers: Record<string, string>, result: HttpResult, route: string | null, started: number): HandledResult => {
@@ -95,8 +99,13 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Hand
     if (varyOrigin) headers["vary"] = "Origin";
     addCorsHeaders(headers, origins, raw.headers["origin"]);
     let routeTemplate: string | null = null;
+    let matched: Route | null = null;
     try {
-      if (raw.refused === "payload_too_large") throw new ApiError("payload_too_large", "request bodies are limited to 16384 bytes");
+      if (raw.refused === "payload_too_large") {
+        const m = opts.router.match(raw.method, raw.path); // for the route's own error shape
+        matched = m !== null && "route" in m ? m.route : null;
+        throw new ApiError("payload_too_large", "request bodies are limited to 16384 bytes");
+      }
       if (raw.method === "OPTIONS") {
         // No route has OPTIONS, so a known path answers with the methods its routes have (what a 405 lists).
         const match = opts.router.match("OPTIONS", raw.path);
@@ -107,8 +116,17 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Hand
       }
       const match = opts.router.match(raw.method, raw.path);
       const route = match !== null && "route" in match ? match.route : null;
+      matched = route;
       routeTemplate = route?.path ?? null;
-      if (route !== null && route.unlimited !== true) {
+      if (route !== null && route.budget !== undefined && route.unlimited !== true) {
+        // A route with a budget of its own (the agents' /mcp) is counted there only, never against the default one.
+        const { name, perMinute } = route.budget;
+        let b = buckets.get(name);
+        if (b === undefined) buckets.set(name, (b = new SlidingWindowLimiter(perMinute)));
+        const d = b.take(rateLimitKey(raw.ip, ipv6Prefix), now);
+        addRateLimitHeaders(headers, d, name);
+        if (!d.allowed) throw new ApiError("rate_limited", `more than ${d.limit} ${name} requests per minute from this address`, { headers: rateLimitHeaders(d, name) });
+      } else if (route !== null && route.unlimited !== true) {
         const key = rateLimitKey(raw.ip, ipv6Prefix);
         let b: SlidingWindowLimiter | undefined;
         if (route.bucket !== undefined) {
@@ -142,10 +160,10 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Hand
       const template = routeTemplate;
       return result.then(
         (r) => finish(raw, headers, r, template, started),
-        (e: unknown) => finish(raw, headers, failure(e, raw), template, started),
+        (e: unknown) => finish(raw, headers, failure(e, raw, route), template, started),
       );
     } catch (e) {
-      return finish(raw, headers, failure(e, raw), routeTemplate, started);
+      return finish(raw, headers, failure(e, raw, matched), routeTemplate, started);
     }
   };
 }

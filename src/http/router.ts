@@ -11,6 +11,13 @@ export interface Route {
   readonly unlimited?: boolean;
   /** Extra rate-limit bucket for expensive routes (the CSV export: 10/min). */
   readonly bucket?: { readonly name: string; readonly perMinute: number };
+  /**
+   * A rate budget of its own instead of the default one (the agents' `/mcp`: MCP_RATE_LIMIT_PER_MIN), per client IP.
+   * Its requests count against this budget only.
+   */
+  readonly budget?: { readonly name: string; readonly perMinute: number };
+  /** The body of an error the pipeline answers on this route (429, 413, 500), for a protocol with its own error shape. */
+  readonly errorBody?: (e: ApiError) => unknown;
 }
 
 interface Compiled {

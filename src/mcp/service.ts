@@ -14,6 +14,8 @@ import type { PaidServiceOptions } from "./paid-service.ts";
 import type { PreparedSpec } from "./server.ts";
 import { routeCaller } from "./api.ts";
 import { storeEvents } from "./events.ts";
+import { jsonRpcFromApiError } from "./json-rpc.ts";
+import { mcpAccess, requestGuard } from "./request-guard.ts";
 
 export interface AgentServiceOptions extends PaidServiceOptions {
   readonly catalog: Catalog;
@@ -28,6 +30,7 @@ export async function prepareAgentRoutes(opts: AgentServiceOptions): Promise<Age
   const { config, catalog, db, clock, log } = opts;
   const paid = config.x402.payTo === null ? null : await (await import("./paid-service.ts")).preparePaid(opts);
   const events = storeEvents(db, clock);
+  const guard = requestGuard(mcpAccess(config));
   return (ctx) => {
     const api = routeCaller(ctx.routes);
     if (paid !== null) registerX402Metrics(paid.metrics, ctx.metrics.registry);
@@ -45,7 +48,11 @@ export async function prepareAgentRoutes(opts: AgentServiceOptions): Promise<Age
     const mcp: Route = {
       method: "POST",
       path: MCP_PATH,
+      budget: { name: "mcp", perMinute: config.mcpRateLimitPerMin },
+      errorBody: jsonRpcFromApiError,
       handler: async (req) => {
+        const refused = guard(req.headers);
+        if (refused !== null) return refused;
         const [{ handleMcpPost }, s] = await Promise.all([import("./http-route.ts"), specOnce()]);
         return handleMcpPost(s, req);
       },
