@@ -1,9 +1,10 @@
 /**
  * `POST /mcp` (mounted by src/mcp/service.ts): the MCP Streamable HTTP transport on the service's own port, as a
- * route of the HTTP pipeline (request ids, CORS, the per-IP rate limit, the 16 KiB body cap, shutdown 503s and the
- * uWebSockets.js rules all apply as to any route). The SDK's web-standard transport runs stateless with JSON responses: each POST gets a fresh transport
- * and server over the shared tool definitions and read model, and answers one JSON body (no SSE stream, no session
- * to keep). A GET (the optional server-to-client SSE stream) or DELETE (session end) is a 405, as the transport
+ * route of the HTTP pipeline (request ids, CORS, a per-IP rate budget of its own, the 16 KiB body cap, shutdown 503s
+ * and the uWebSockets.js rules all apply as to any route; Host and Origin are checked before this runs,
+ * src/mcp/request-guard.ts). The SDK's web-standard transport runs stateless with JSON responses: each POST gets a
+ * fresh transport and server over the shared tool definitions and read model, and answers one JSON body (no SSE
+ * stream, no session to keep). A GET (the optional server-to-client SSE stream) or DELETE (session end) is a 405, as the transport
  * specification provides for a server that offers neither.
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
