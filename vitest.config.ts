@@ -7,7 +7,7 @@ import { configDefaults, defineConfig } from "vitest/config";
  * and wait out what a real restart costs (faults, the webhook schedule across a restart), the two-engine scale-out
  * and the browser run. `.ci/run` runs both. Where the time went is in the README's Tests section.
  */
-export const SLOW_SUITE = ["test/faults/**/*.test.ts", "test/scale/**/*.test.ts", "test/browser/**/*.test.ts", "test/webhooks/restart.test.ts", "test/package/**/*.test.ts"];
+export const SLOW_SUITE = ["test/faults/**/*.test.ts", "test/scale/**/*.test.ts", "test/browser/**/*.test.ts", "test/webhooks/restart.test.ts", "test/package/**/*.test.ts", "test/mcp/conformance.test.ts"];
 
 const slow = process.env["PEG_SLOW"] === "1";
 
