@@ -76,6 +76,14 @@ export const FAKE_EVENTS: TransitionEvents = {
   after: async (after): Promise<EventPage> => ({ events: [], next_cursor: after }),
 };
 
+/**
+ * The gate's deadline on each call to the local node. The node always answers at once or refuses the connection (its
+ * `setHealth`), so here a deadline can only measure how long this process was starved of CPU: with 2 s, a loaded
+ * machine made the winner of the six-at-once race answer `unavailable` (its claim released, the five others already
+ * told `reused`), so no request got the data. Longer than a test's own timeout (30 s), it never decides an outcome.
+ */
+const RPC_DEADLINE_MS = 60_000;
+
 const signer = () => createKeyPairSignerFromPrivateKeyBytes(randomBytes(32));
 
 export function clientFor(s: KeyPairSigner, rpcUrl: string): x402Client {
@@ -94,7 +102,7 @@ export async function startHarness(): Promise<X402Harness> {
   const registry = new Registry();
   registerX402Metrics(metrics, registry);
   const makeGate = (m?: X402Metrics) =>
-    createPaymentGate({ config, facilitator: localFacilitator({ feePayer, rpcUrl: node.url, network: config.network, timeoutMs: 2_000 }), db: store.db, clock: systemClock, ...(m === undefined ? {} : { metrics: m }) });
+    createPaymentGate({ config, facilitator: localFacilitator({ feePayer, rpcUrl: node.url, network: config.network, timeoutMs: RPC_DEADLINE_MS }), db: store.db, clock: systemClock, ...(m === undefined ? {} : { metrics: m }) });
   const gate = await makeGate(metrics);
   const rm = fakeReadModel();
   const routes = publicRoutes(rm);
