@@ -1,7 +1,6 @@
-import { readFileSync } from "node:fs";
-import type { Readable } from "node:stream";
 import { ANCHORED_STATES, ONCHAIN_EXIT, checkOnchain, isSignature, solanaRpc, type ClaimedCommit, type OnchainVerdict } from "../anchor/index.ts";
 import { VERIFY_EXIT, verifyBundle, type PegState, type VerifyResult } from "../methodology/index.ts";
+import { readBundleJson } from "./bundle-source.ts";
 import { parseArgs, writeLine, type CliIO } from "./io.ts";
 
 export const VERIFY_USAGE =
@@ -9,33 +8,9 @@ export const VERIFY_USAGE =
   "       [--rpc <solana-rpc-url> --signer <address>[,<address>…] [--id <alert-id>] [--tx <signature> | --api <base-url>]]";
 
 const FETCH_TIMEOUT_MS = 10_000;
-const MAX_BUNDLE_BYTES = 4 * 1024 * 1024;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const BUNDLE_URL = /^(https?:\/\/.+?)\/v1\/audit\/([0-9a-fA-F-]{36})\/replay-bundle\/?$/;
 const BASE58_ADDRESS = /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
-
-/** A receipt's URL (`…/v1/audit/<id>`, an alert's `receipt_url`): its replay bundle is one path further. */
-const RECEIPT_URL = /^(https?:\/\/.+?\/v1\/audit\/[0-9a-fA-F-]{36})\/?$/;
-
-/** The bundle's text from a file, `-` (standard input) or a URL (a receipt URL reads its replay bundle). */
-async function readBundle(ref: string, stdin: Readable | undefined): Promise<string> {
-  if (ref === "-") {
-    if (stdin === undefined) throw new Error("no standard input");
-    let text = "";
-    for await (const chunk of stdin as AsyncIterable<Buffer | string>) {
-      text += chunk.toString();
-      if (text.length > MAX_BUNDLE_BYTES) throw new Error("bundle larger than 4 MiB");
-    }
-    return text;
-  }
-  if (!/^https?:\/\//i.test(ref)) return readFileSync(ref, "utf8");
-  const url = ref.replace(RECEIPT_URL, "$1/replay-bundle");
-  const res = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), redirect: "follow", headers: { accept: "application/json" } });
-  if (!res.ok) throw new Error(`GET ${url} answered ${res.status}`);
-  const text = await res.text();
-  if (text.length > MAX_BUNDLE_BYTES) throw new Error("bundle larger than 4 MiB");
-  return text;
-}
 
 /** What the on-chain check needs, from the flags and the bundle reference; or why the flags do not fit. */
 interface OnchainRequest {
@@ -135,12 +110,7 @@ export async function verifyCommand(args: readonly string[], io: CliIO): Promise
   let result: VerifyResult;
   let parsed: unknown;
   try {
-    const text = await readBundle(ref, io.stdin);
-    try {
-      parsed = JSON.parse(text);
-    } catch (e) {
-      throw new Error(`not JSON: ${e instanceof Error ? e.message : String(e)}`);
-    }
+    parsed = await readBundleJson(ref, io.stdin);
     result = verifyBundle(parsed);
   } catch (e) {
     result = { exit: 2, verdict: "INVALID", message: `cannot read ${ref}: ${e instanceof Error ? e.message : String(e)}` };

@@ -9,37 +9,11 @@
  *
  * Node only (it reads files, stdin and URLs); the verification itself is the package's `verifyReceipt`.
  */
-import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { readBundleJson } from "../../../src/cli/bundle-source.ts";
 import { verifyReceipt } from "../src/index.ts";
 
 const USAGE = "usage: peg-verify <bundle.json | - | https://…/v1/audit/<id>[/replay-bundle]> [--json]";
-const FETCH_TIMEOUT_MS = 10_000;
-const MAX_BUNDLE_BYTES = 4 * 1024 * 1024;
-/** A receipt's URL (`…/v1/audit/<id>`, the alert's `receipt_url`): its replay bundle is one path further. */
-const RECEIPT_URL = /^(https?:\/\/.+?\/v1\/audit\/[0-9a-fA-F-]{36})\/?$/;
-
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of process.stdin as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BUNDLE_BYTES) throw new Error("bundle larger than 4 MiB");
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-async function readBundle(ref: string): Promise<string> {
-  if (ref === "-") return readStdin();
-  if (!/^https?:\/\//i.test(ref)) return readFileSync(ref, "utf8");
-  const url = ref.replace(RECEIPT_URL, "$1/replay-bundle");
-  const res = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), redirect: "follow", headers: { accept: "application/json" } });
-  if (!res.ok) throw new Error(`GET ${url} answered ${res.status}`);
-  const text = await res.text();
-  if (text.length > MAX_BUNDLE_BYTES) throw new Error("bundle larger than 4 MiB");
-  return text;
-}
 
 async function main(argv: readonly string[]): Promise<number> {
   let ref: string;
@@ -59,13 +33,7 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   let verdict: { exit: 0 | 1 | 2 | 3; verdict: string; message: string; receipt_sha256?: string };
   try {
-    const text = await readBundle(ref);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch (e) {
-      throw new Error(`not JSON: ${e instanceof Error ? e.message : String(e)}`);
-    }
+    const parsed = await readBundleJson(ref, process.stdin);
     const v = verifyReceipt(parsed);
     verdict = { exit: v.exit, verdict: v.verdict, message: v.message, ...(v.receiptSha256 === null ? {} : { receipt_sha256: v.receiptSha256 }) };
   } catch (e) {
