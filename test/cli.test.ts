@@ -3,21 +3,14 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { loadScenario, scenarioNames } from "../src/cli/scenario-files.ts";
 import { runCli } from "../src/cli/index.ts";
 import { receiptHash } from "../src/methodology/index.ts";
+import { captureCli } from "./support/child.ts";
 
-async function cli(args: string[], env: Record<string, string> = {}) {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = "";
-  let err = "";
-  stdout.on("data", (c: Buffer) => (out += c.toString()));
-  stderr.on("data", (c: Buffer) => (err += c.toString()));
-  const code = await runCli(args, { stdout, stderr, env });
-  return { code, out, err };
+function cli(args: string[], env: Record<string, string> = {}) {
+  return captureCli((io) => runCli(args, { ...io, env }));
 }
 
 function jsonLines(text: string): Record<string, unknown>[] {

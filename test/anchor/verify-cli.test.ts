@@ -7,7 +7,6 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { PassThrough } from "node:stream";
 import { createKeyPairSignerFromPrivateKeyBytes, type KeyPairSigner } from "@solana/kit";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { signAnchorTransaction, solanaRpc } from "../../src/anchor/index.ts";
@@ -17,6 +16,7 @@ import { replayBundle, type Receipt } from "../../src/methodology/index.ts";
 import { runEngine } from "../store/fixtures.ts";
 import { waitFor } from "../support/ports.ts";
 import { MEMO_PROGRAMS, startLocalSolana, type LocalSolana } from "../support/solana-rpc.ts";
+import { captureCli } from "../support/child.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -39,15 +39,8 @@ let anchoredSig = "";
 let anchoredSlot = 0;
 let anchoredTime = "";
 
-async function cli(args: string[]) {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = "";
-  let err = "";
-  stdout.on("data", (c: Buffer) => (out += c.toString()));
-  stderr.on("data", (c: Buffer) => (err += c.toString()));
-  const code = await verifyCommand(args, { stdout, stderr, env: {} });
-  return { code, out, err };
+function cli(args: string[]) {
+  return captureCli((io) => verifyCommand(args, { ...io, env: {} }));
 }
 
 async function json(args: string[]): Promise<{ code: number; body: Obj }> {
