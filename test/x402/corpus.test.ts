@@ -59,6 +59,11 @@ async function refusedOverMcp(payment: unknown, reason: string): Promise<void> {
   expect(reasonOf(answer), answer.error).toBe(reason);
 }
 
+async function latestBlockhash(): Promise<string> {
+  const res = await fetch(h.node.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "getLatestBlockhash", params: [] }) });
+  return ((await res.json()) as { result: { value: { blockhash: string } } }).result.value.blockhash;
+}
+
 const accepted = (over: Record<string, unknown>): PaymentPayload => ({ ...payloadWith(pr, "AAAA"), accepted: { ...pr.accepts[0]!, ...over } });
 
 describe("the header itself", () => {
@@ -162,8 +167,12 @@ describe("the transfer (faithful `accepted`, a transaction built to cheat)", () 
 
   it("an expired blockhash (paid with the x402 client library, presented too late): expired", async () => {
     const payment = await h.pay.createPaymentPayload(pr);
+    const stale = await latestBlockhash();
     h.node.expireBlockhashes();
     await refusedOverHttp(header(payment), "expired");
+    // The node's latest blockhash stays the expired one until its next block: the next payment (the race below) must
+    // not be built on it, or every copy of it is refused `expired` and none gets the data.
+    while ((await latestBlockhash()) === stale) await new Promise((r) => setTimeout(r, 10));
   });
 });
 
