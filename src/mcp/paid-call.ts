@@ -6,11 +6,12 @@
  * 2. a payment: verified and claimed (a refusal is the same PaymentRequired answer, its `error` saying why), the tool
  *    runs, then the payment is settled; the result goes out only after settlement, with the SettleResponse in
  *    `_meta["x402/payment-response"]`. A tool that fails gives its payment back unused (nothing is charged); a
- *    settlement that fails answers the PaymentRequired again, never the tool's content;
+ *    settlement that fails answers the PaymentRequired again with the failed SettleResponse in its
+ *    `x402/payment-response`, never the tool's content;
  * 3. the RPC or facilitator unreachable: the tool error `payment_unavailable`; nothing is charged.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { PaidTool, PaymentGate, PaymentRequired, ResourceInfo, Unavailable } from "../x402/index.ts";
+import type { PaidTool, PaymentGate, PaymentRequired, ResourceInfo, SettleResponse, Unavailable } from "../x402/index.ts";
 import { errorResult, failureResult, TOOL_ERROR_CODES } from "./errors.ts";
 import { okResult, type AnyToolDef, type ToolContext } from "./tool.ts";
 
@@ -19,8 +20,10 @@ export function toolResource(def: AnyToolDef): ResourceInfo {
   return { url: `mcp://tool/${def.name}`, description: def.title, mimeType: "application/json" };
 }
 
-function paymentRequiredResult(pr: PaymentRequired): CallToolResult {
-  return { isError: true, structuredContent: { ...pr }, content: [{ type: "text", text: JSON.stringify(pr) }] };
+/** The PaymentRequired answer; after a failed settlement it also carries the failed SettleResponse (mcp.md, Settlement Failure). */
+function paymentRequiredResult(pr: PaymentRequired, settlement?: SettleResponse): CallToolResult {
+  const answer = settlement === undefined ? { ...pr } : { ...pr, "x402/payment-response": settlement };
+  return { isError: true, structuredContent: answer, content: [{ type: "text", text: JSON.stringify(answer) }] };
 }
 
 function unavailableResult(u: Unavailable): CallToolResult {
@@ -51,6 +54,6 @@ export async function paidCall(gate: PaymentGate, def: AnyToolDef, args: unknown
   }
   const settled = await gate.settle(verified, resource);
   if (settled.kind === "unavailable") return unavailableResult(settled);
-  if (settled.kind === "refused") return paymentRequiredResult(settled.paymentRequired);
+  if (settled.kind === "refused") return paymentRequiredResult(settled.paymentRequired, settled.settlement);
   return { ...result, _meta: { "x402/payment-response": settled.settlement } };
 }

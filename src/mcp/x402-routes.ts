@@ -6,9 +6,11 @@
  * - `GET /x402/events?after=<cursor>&wait=<secs>&limit=<n>` (price of subscribe_peg_events): transitions after the
  *   cursor, waiting up to `wait` seconds for a first one, and the next cursor.
  *
- * Without `PAYMENT-SIGNATURE`: 402 with the base64 PaymentRequired in `PAYMENT-REQUIRED`. With one: verified and
- * claimed (a refusal is 402 again, its PaymentRequired `error` saying why, the JSON body naming the `reason`), the data
- * is read, the payment settled, and only then 200 with the data and the base64 SettleResponse in `PAYMENT-RESPONSE`.
+ * Without `PAYMENT-SIGNATURE`: 402 with the base64 PaymentRequired in `PAYMENT-REQUIRED`. With one: read (a header
+ * that is not a payment is 400 `invalid_payment`), verified and claimed (a refusal is 402 again, its PaymentRequired
+ * `error` saying why, the JSON body naming the `reason`), the data is read, the payment settled, and only then 200
+ * with the data and the base64 SettleResponse in `PAYMENT-RESPONSE` (a failed settlement: 402 `settlement_failed`
+ * with the failed SettleResponse in `PAYMENT-RESPONSE`, no data).
  * The Solana RPC or the facilitator unreachable: 503 `payment_unavailable` with Retry-After, nothing charged. Query
  * errors are 400 `invalid_query` before any payment is looked at.
  */
@@ -43,8 +45,17 @@ function unavailableResult(u: Unavailable): HttpResult {
   };
 }
 
+/**
+ * A refused payment, by the status table of x402's HTTP transport (Error Handling): a payload that cannot be read is
+ * 400 Invalid Payment (no challenge: the client must fix its payment, not pay again); a settlement that failed is 402
+ * with the failed SettleResponse in `PAYMENT-RESPONSE` (the work was done, the payment not taken); any other refusal
+ * is 402 with the challenge again, its `error` saying why.
+ */
 function refusedResult(r: Refused): HttpResult {
-  return challengeResult(r.paymentRequired, { error: "payment_refused", reason: r.reason, message: r.message });
+  const body = { reason: r.reason, message: r.message };
+  if (r.settlement !== undefined) return { status: 402, headers: { ...NO_STORE, "PAYMENT-RESPONSE": encodePaymentResponseHeader(r.settlement) }, json: { error: "settlement_failed", ...body } };
+  if (r.reason === "malformed") return { status: 400, headers: NO_STORE, json: { error: "invalid_payment", ...body } };
+  return challengeResult(r.paymentRequired, { error: "payment_refused", ...body });
 }
 
 /** Parses an optional integer query parameter within bounds. */

@@ -21,7 +21,7 @@ import { PAID_TOOLS, USDC_DECIMALS, priceAtomic, type PaidTool, type X402Config 
 import { withTrouble } from "./facilitator.ts";
 import type { X402Metrics } from "./metrics.ts";
 import { readPayment } from "./payload.ts";
-import type { PaymentGate, PaymentPayload, PaymentRequired, RefusalReason, Refused, ResourceInfo, Settled, Ticket, Unavailable } from "./types.ts";
+import type { PaymentGate, PaymentPayload, PaymentRequired, RefusalReason, Refused, ResourceInfo, SettleResponse, Settled, Ticket, Unavailable } from "./types.ts";
 
 export interface GateOptions {
   /** The x402 configuration; `payTo` must be set. */
@@ -134,12 +134,22 @@ export async function createPaymentGate(opts: GateOptions): Promise<PaymentGate>
     }
   }
 
-  async function refuse(tool: PaidTool, resource: ResourceInfo, reason: RefusalReason, detail: string): Promise<Refused | Unavailable> {
+  async function refuse(tool: PaidTool, resource: ResourceInfo, reason: RefusalReason, detail: string, settlement?: SettleResponse): Promise<Refused | Unavailable> {
     opts.metrics?.refusals.inc({ reason });
     const message = `${WHY[reason]}: ${detail}`;
     const pr = await challenge(tool, resource, `${reason}: ${message}`);
-    return "kind" in pr ? pr : { kind: "refused", reason, message, paymentRequired: pr };
+    return "kind" in pr ? pr : { kind: "refused", reason, message, paymentRequired: pr, ...(settlement === undefined ? {} : { settlement }) };
   }
+
+  /** The SettleResponse of a failed settlement, as the transports send it back (`success: false`). */
+  const failedSettlement = (errorReason: string, s: Partial<SettleResponse> = {}): SettleResponse => ({
+    success: false,
+    errorReason,
+    ...(s.errorMessage === undefined ? {} : { errorMessage: s.errorMessage }),
+    ...(s.payer === undefined ? {} : { payer: s.payer }),
+    transaction: s.transaction ?? "",
+    network: network.caip2,
+  });
 
   /** Which field of `accepted` differs from the requirements (the most specific reason). */
   function mismatch(p: PaymentPayload, reqs: readonly PaymentRequirements[]): { reason: RefusalReason; detail: string } {
@@ -218,7 +228,8 @@ export async function createPaymentGate(opts: GateOptions): Promise<PaymentGate>
       if ("error" in r) {
         // A facilitator that did not answer a settle may still have settled: the payment is not accepted again.
         await finishPayment(db, t.key, { status: "unconfirmed", at: clock.now(), reason: "settle_unanswered" });
-        return refuse(t.tool, resource, "settlement", `${r.trouble.unavailable ?? "the settlement failed"}; its outcome is unknown, so this payment is not accepted again`);
+        const why = `${r.trouble.unavailable ?? "the settlement failed"}; its outcome is unknown, so this payment is not accepted again`;
+        return refuse(t.tool, resource, "settlement", why, failedSettlement("settle_unanswered", { errorMessage: why }));
       }
       const s = r.value;
       if (!s.success) {
@@ -230,7 +241,7 @@ export async function createPaymentGate(opts: GateOptions): Promise<PaymentGate>
         const reason = reasonOf(s.errorReason, s.errorMessage);
         const status = s.errorReason === "settlement_pending" ? "unconfirmed" : sent ? "failed" : "refused";
         await finishPayment(db, t.key, { status, at: clock.now(), payer: s.payer ?? null, tx_sig: sent ? s.transaction : null, reason: s.errorReason ?? reason });
-        return refuse(t.tool, resource, reason, `${s.errorReason ?? "settlement failed"}${s.errorMessage === undefined ? "" : ` (${s.errorMessage})`}${sent ? `; transaction ${s.transaction}` : ""}`);
+        return refuse(t.tool, resource, reason, `${s.errorReason ?? "settlement failed"}${s.errorMessage === undefined ? "" : ` (${s.errorMessage})`}${sent ? `; transaction ${s.transaction}` : ""}`, failedSettlement(s.errorReason ?? reason, s));
       }
       await finishPayment(db, t.key, { status: "settled", at: clock.now(), payer: s.payer ?? t.payer, tx_sig: s.transaction });
       opts.metrics?.paidCalls.inc({ tool: t.tool });

@@ -40,12 +40,18 @@ export const REFUSAL_REASONS = {
 
 export type RefusalReason = keyof typeof REFUSAL_REASONS;
 
-/** A refused payment: the PaymentRequired to answer with (its `error` says why) and the reason code. */
+/**
+ * A refused payment: the PaymentRequired to answer with (its `error` says why) and the reason code. A refusal by the
+ * settlement also carries the failed SettleResponse (`success: false`), which the transports send back as x402's
+ * transports-v2 put it: the `PAYMENT-RESPONSE` header over HTTP, `x402/payment-response` in the MCP tool result.
+ */
 export interface Refused {
   readonly kind: "refused";
   readonly reason: RefusalReason;
   readonly message: string;
   readonly paymentRequired: PaymentRequired;
+  /** Set when the settlement failed (the payment was verified, the work done, the transfer not made or not confirmed). */
+  readonly settlement?: SettleResponse;
 }
 
 /** The Solana RPC or the facilitator did not answer: nothing was charged, the same payment may be sent again. */

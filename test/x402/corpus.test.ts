@@ -2,7 +2,8 @@
  * The attack corpus of the payment header: every way a payment is refused, through `GET /x402/peg-feed` (the
  * PAYMENT-SIGNATURE header) and the MCP `_meta["x402/payment"]`. Each refusal is the payment-required answer (402 with
  * PAYMENT-REQUIRED, or the PaymentRequired tool result) whose `error` starts with its reason, with no data, and
- * nothing moves on chain; a replay under concurrency is accepted once.
+ * nothing moves on chain (over HTTP a payload that cannot be read is 400 instead); a replay under concurrency is
+ * accepted once.
  */
 import { randomBytes } from "node:crypto";
 import { address, AccountRole, createKeyPairSignerFromPrivateKeyBytes, type Instruction } from "@solana/kit";
@@ -40,9 +41,18 @@ afterAll(async () => {
 
 const balances = async () => [await h.node.tokens(h.payer.address), await h.node.tokens(h.payTo.address), await h.node.tokens(h.payer.address, MAINNET_USDC)];
 
-/** GET /x402/peg-feed with this PAYMENT-SIGNATURE: refused with `reason`, the challenge, no data. */
+/**
+ * GET /x402/peg-feed with this PAYMENT-SIGNATURE: refused with `reason`, no data; the challenge again (402), or for a
+ * payload that cannot be read 400 Invalid Payment without one (x402 transports-v2/http.md, Error Handling).
+ */
 async function refusedOverHttp(signature: string, reason: string): Promise<string> {
   const r = await h.http("/x402/peg-feed", { "payment-signature": signature });
+  if (reason === "malformed") {
+    expect(r.status, JSON.stringify(r.body)).toBe(400);
+    expect(r.body).toMatchObject({ error: "invalid_payment", reason });
+    expect(r.headers["payment-required"]).toBeUndefined();
+    return r.body["message"] as string;
+  }
   expect(r.status, JSON.stringify(r.body)).toBe(402);
   expect(r.body).toMatchObject({ error: "payment_refused", reason });
   expect(r.body).not.toHaveProperty("data");
@@ -187,7 +197,7 @@ describe("reuse", () => {
         return { status: r.isError === true ? 402 : 200, body: r.isError === true ? { reason: reasonOf(paymentRequiredOf(r)) } : {} };
       }),
     ]);
-    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    expect(answers.filter((a) => a.status === 200), JSON.stringify(answers)).toHaveLength(1);
     expect(answers.filter((a) => a.status === 402).map((a) => a.body["reason"])).toEqual(["reused", "reused", "reused", "reused", "reused"]);
     const [payer, payTo] = await balances();
     expect([payer, payTo]).toEqual([before[0]! - 1000n, before[1]! + 1000n]);

@@ -24,6 +24,7 @@ import {
   type KeyPairSigner,
 } from "@solana/kit";
 import { x402Client } from "@x402/core/client";
+import type { FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { ExactSvmScheme } from "@x402/svm/exact/client";
 import { Registry } from "prom-client";
@@ -65,6 +66,12 @@ export interface X402Harness {
   http(path: string, headers?: Record<string, string>): Promise<{ status: number; headers: Record<string, string>; body: Obj }>;
   /** A second gate over the same store (a restarted process: no in-memory state survives). */
   restartedGate(): Promise<PaymentGate>;
+  /** A gate over the same store and node whose facilitator is `wrap` of the local one (to make it fail or wait). */
+  gateWith(wrap: (f: FacilitatorClient) => FacilitatorClient): Promise<PaymentGate>;
+  /** An MCP client of the agent server whose paid tools go through `gate`. */
+  mcpVia(gate: PaymentGate): Promise<Client>;
+  /** Runs one GET against the /x402 routes served by `gate`. */
+  httpVia(gate: PaymentGate, path: string, headers?: Record<string, string>): Promise<{ status: number; headers: Record<string, string>; body: Obj }>;
   /** A payer funded with `amount` micro-USDC. */
   newPayer(amount: bigint): Promise<{ signer: KeyPairSigner; client: x402Client }>;
   close(): Promise<void>;
@@ -101,17 +108,45 @@ export async function startHarness(): Promise<X402Harness> {
   const metrics = x402Metrics();
   const registry = new Registry();
   registerX402Metrics(metrics, registry);
-  const makeGate = (m?: X402Metrics) =>
-    createPaymentGate({ config, facilitator: localFacilitator({ feePayer, rpcUrl: node.url, network: config.network, timeoutMs: RPC_DEADLINE_MS }), db: store.db, clock: systemClock, ...(m === undefined ? {} : { metrics: m }) });
+  const makeGate = (m?: X402Metrics, wrap: (f: FacilitatorClient) => FacilitatorClient = (f) => f) =>
+    createPaymentGate({
+      config,
+      facilitator: wrap(localFacilitator({ feePayer, rpcUrl: node.url, network: config.network, timeoutMs: RPC_DEADLINE_MS })),
+      db: store.db,
+      clock: systemClock,
+      ...(m === undefined ? {} : { metrics: m }),
+    });
   const gate = await makeGate(metrics);
   const rm = fakeReadModel();
   const routes = publicRoutes(rm);
-  const spec = agentSpec({ routes, catalog, rpcUrl: null, paid: { gate, events: FAKE_EVENTS } });
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await serverFor(spec).connect(a);
-  const mcp = new Client({ name: "x402-test", version: "1" });
-  await mcp.connect(b);
-  const router = new Router(x402Routes({ gate, api: routeCaller(routes), events: FAKE_EVENTS, baseUrl: "http://localhost:8080" }));
+  const clients: Client[] = [];
+  const mcpFor = async (g: PaymentGate): Promise<Client> => {
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await serverFor(agentSpec({ routes, catalog, rpcUrl: null, paid: { gate: g, events: FAKE_EVENTS } })).connect(a);
+    const client = new Client({ name: "x402-test", version: "1" });
+    await client.connect(b);
+    clients.push(client);
+    return client;
+  };
+  const mcp = await mcpFor(gate);
+  const routerFor = (g: PaymentGate) => new Router(x402Routes({ gate: g, api: routeCaller(routes), events: FAKE_EVENTS, baseUrl: "http://localhost:8080" }));
+  const router = routerFor(gate);
+  async function get(via: Router, path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string>; body: Obj }> {
+    const url = new URL(path, "http://localhost");
+    let r: HttpResult;
+    // As uWebSockets.js hands them to the pipeline: lower-case names.
+    const lowerIn = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+    try {
+      r = await via.handle({ method: "GET", path: url.pathname, query: url.searchParams, headers: lowerIn, ip: "127.0.0.1", requestId: "t", body: null });
+    } catch (e) {
+      const err = e as { status?: number; toBody?: () => Obj };
+      if (err.status === undefined || err.toBody === undefined) throw e;
+      return { status: err.status, headers: {}, body: err.toBody() };
+    }
+    const lower: Record<string, string> = {};
+    for (const [k, v] of Object.entries(r.headers ?? {})) lower[k.toLowerCase()] = v;
+    return { status: r.status, headers: lower, body: (r.json ?? {}) as Obj };
+  }
   return {
     node,
     store,
@@ -124,30 +159,18 @@ export async function startHarness(): Promise<X402Harness> {
     registry,
     pay: clientFor(payer, node.url),
     mcp,
-    async http(path, headers = {}) {
-      const url = new URL(path, "http://localhost");
-      let r: HttpResult;
-      // As uWebSockets.js hands them to the pipeline: lower-case names.
-      const lowerIn = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
-      try {
-        r = await router.handle({ method: "GET", path: url.pathname, query: url.searchParams, headers: lowerIn, ip: "127.0.0.1", requestId: "t", body: null });
-      } catch (e) {
-        const err = e as { status?: number; toBody?: () => Obj };
-        if (err.status === undefined || err.toBody === undefined) throw e;
-        return { status: err.status, headers: {}, body: err.toBody() };
-      }
-      const lower: Record<string, string> = {};
-      for (const [k, v] of Object.entries(r.headers ?? {})) lower[k.toLowerCase()] = v;
-      return { status: r.status, headers: lower, body: (r.json ?? {}) as Obj };
-    },
+    http: (path, headers = {}) => get(router, path, headers),
     restartedGate: () => makeGate(),
+    gateWith: (wrap) => makeGate(undefined, wrap),
+    httpVia: (g, path, headers = {}) => get(routerFor(g), path, headers),
+    mcpVia: mcpFor,
     async newPayer(amount) {
       const s = await signer();
       await node.fund(s.address, amount);
       return { signer: s, client: clientFor(s, node.url) };
     },
     async close() {
-      await mcp.close();
+      for (const c of clients) await c.close();
       await store.close();
       await node.close();
     },
@@ -155,7 +178,7 @@ export async function startHarness(): Promise<X402Harness> {
 }
 
 /** Calls a tool, optionally with a payment in `_meta["x402/payment"]`. */
-export async function callTool(h: X402Harness, name: string, args: Obj, payment?: unknown): Promise<CallToolResult> {
+export async function callTool(h: X402Harness | { mcp: Client }, name: string, args: Obj, payment?: unknown): Promise<CallToolResult> {
   return (await h.mcp.callTool({ name, arguments: args, ...(payment === undefined ? {} : { _meta: { "x402/payment": payment } }) })) as CallToolResult;
 }
 
