@@ -67,7 +67,7 @@ const WHY: Readonly<Record<RefusalReason, string>> = {
   missing: "payment required",
   malformed: "the payment is malformed",
   unsupported: "the payment is not one this server accepts",
-  requirements_mismatch: "the payment's requirements are not this tool's",
+  requirements_mismatch: "the payment's requirements or resource are not this tool's",
   amount: "the transfer does not pay the price",
   mint: "the transfer does not move USDC",
   recipient: "the transfer does not go to payTo's USDC account",
@@ -177,6 +177,12 @@ export async function createPaymentGate(opts: GateOptions): Promise<PaymentGate>
       const p = read.payload;
       if (p.accepted.scheme !== "exact" || p.accepted.network !== network.caip2) {
         return refuse(tool, resource, "unsupported", `scheme ${p.accepted.scheme} on ${p.accepted.network}; this server takes scheme exact on ${network.caip2} (${network.name})`);
+      }
+      // A payment pays for the resource it was challenged for: one made for another tool or route (even of the same
+      // price) is refused before it is claimed, so it still pays for its own resource.
+      if (p.resource?.url !== resource.url) {
+        const made = p.resource === undefined ? "the payment does not name the resource it pays for" : `the payment was made for ${p.resource.url}`;
+        return refuse(tool, resource, "requirements_mismatch", `${made}, this is ${resource.url}: pay this resource's own challenge`);
       }
       let reqs: PaymentRequirements[];
       try {

@@ -16,7 +16,10 @@ export const REFUSAL_REASONS = {
   malformed: "malformed",
   /** Not x402 v2, not scheme exact, or another network than the one configured. */
   unsupported: "unsupported",
-  /** The payload's `accepted` requirements are not the ones this tool asks for (amount, asset, payTo, fee payer). */
+  /**
+   * The payload's `accepted` requirements are not the ones this tool asks for (amount, asset, payTo, fee payer), or its
+   * `resource` is not the tool or route it is presented to (a payment pays for the resource it was challenged for).
+   */
   requirements_mismatch: "requirements_mismatch",
   /** The transfer pays less (or more) than the price. */
   amount: "amount",

@@ -28,11 +28,14 @@ import {
 
 let h: X402Harness;
 let pr: PaymentRequired;
+let toolPr: PaymentRequired;
 
 beforeAll(async () => {
   h = await startHarness();
   await h.node.fund(h.payer.address, ONE_USDC, MAINNET_USDC);
-  pr = await challenge(h, "get_peg_feed");
+  // The route's challenge: its resource is the route's URL. The MCP refusals re-address the same payloads to the tool.
+  pr = decodePaymentRequiredHeader((await h.http("/x402/peg-feed")).headers["payment-required"]!);
+  toolPr = await challenge(h, "get_peg_feed");
 }, 60_000);
 
 afterAll(async () => {
@@ -62,9 +65,10 @@ async function refusedOverHttp(signature: string, reason: string): Promise<strin
   return challenge.error!;
 }
 
-/** The same payment in `_meta["x402/payment"]`: the PaymentRequired tool result with the same reason. */
+/** The same payment in `_meta["x402/payment"]`, made for the tool: the PaymentRequired tool result with the same reason. */
 async function refusedOverMcp(payment: unknown, reason: string): Promise<void> {
-  const r = await callTool(h, "get_peg_feed", {}, payment);
+  const forTool = typeof payment === "object" && payment !== null && "resource" in payment ? { ...payment, resource: toolPr.resource } : payment;
+  const r = await callTool(h, "get_peg_feed", {}, forTool);
   const answer = paymentRequiredOf(r);
   expect(reasonOf(answer), answer.error).toBe(reason);
 }
@@ -186,17 +190,31 @@ describe("the transfer (faithful `accepted`, a transaction built to cheat)", () 
   });
 });
 
+describe("the resource paid for", () => {
+  it("a payment made for one tool or route, presented to another of the same price: requirements_mismatch, and it still pays for its own", async () => {
+    const before = await balances();
+    const forRoute = await h.pay.createPaymentPayload(pr);
+    expect(await refusedOverHttp(header({ ...forRoute, resource: toolPr.resource }), "requirements_mismatch")).toContain("made for mcp://tool/get_peg_feed");
+    const { resource: _, ...anonymous } = forRoute;
+    expect(await refusedOverHttp(header(anonymous), "requirements_mismatch")).toContain("does not name the resource");
+    const r = await callTool(h, "get_peg_feed", {}, forRoute);
+    expect(reasonOf(paymentRequiredOf(r))).toBe("requirements_mismatch");
+    // simulate_depeg has the same price as get_peg_feed (0.001 USDC).
+    const forTool = await h.pay.createPaymentPayload(toolPr);
+    const other = paymentRequiredOf(await callTool(h, "simulate_depeg", { symbol: "USDC", shock_bps: 500 }, forTool));
+    expect(other.accepts[0]!.amount).toBe(toolPr.accepts[0]!.amount);
+    expect(reasonOf(other), other.error).toBe("requirements_mismatch");
+    expect(await balances()).toEqual(before);
+    expect((await h.http("/x402/peg-feed", { "payment-signature": header(forRoute) })).status).toBe(200);
+    expect((await callTool(h, "get_peg_feed", {}, forTool)).isError).toBeFalsy();
+  });
+});
+
 describe("reuse", () => {
-  it("the same payment sent six times at once over HTTP and MCP: one answer with data, five `reused`", async () => {
+  it("the same payment sent six times at once: one answer with data, five `reused`", async () => {
     const before = await balances();
     const payment = await h.pay.createPaymentPayload(pr);
-    const answers = await Promise.all([
-      ...Array.from({ length: 3 }, () => h.http("/x402/peg-feed", { "payment-signature": header(payment) })),
-      ...Array.from({ length: 3 }, async () => {
-        const r = await callTool(h, "get_peg_feed", {}, payment);
-        return { status: r.isError === true ? 402 : 200, body: r.isError === true ? { reason: reasonOf(paymentRequiredOf(r)) } : {} };
-      }),
-    ]);
+    const answers = await Promise.all(Array.from({ length: 6 }, () => h.http("/x402/peg-feed", { "payment-signature": header(payment) })));
     expect(answers.filter((a) => a.status === 200), JSON.stringify(answers)).toHaveLength(1);
     expect(answers.filter((a) => a.status === 402).map((a) => a.body["reason"])).toEqual(["reused", "reused", "reused", "reused", "reused"]);
     const [payer, payTo] = await balances();
