@@ -16,7 +16,7 @@ import { getBase64Encoder, getTransactionDecoder } from "@solana/kit";
 import { transactionMessageHash } from "@x402/svm";
 import { ExactSvmScheme } from "@x402/svm/exact/server";
 import type { Clock } from "../clock.ts";
-import { claimPayment, finishPayment, releasePayment, type Executor } from "../store/index.ts";
+import { claimPayment, finishPayment, paymentByKey, releasePayment, type Executor } from "../store/index.ts";
 import { PAID_TOOLS, USDC_DECIMALS, priceAtomic, type PaidTool, type X402Config } from "./config.ts";
 import { withTrouble } from "./facilitator.ts";
 import type { X402Metrics } from "./metrics.ts";
@@ -151,6 +151,20 @@ export async function createPaymentGate(opts: GateOptions): Promise<PaymentGate>
     network: network.caip2,
   });
 
+  /**
+   * What a client whose claim failed should do, by the ledger's state of the payment: one that another request holds
+   * (`claimed`) may still be given back (that request answers `unavailable`), so the client waits for that answer and
+   * may send the same payment again; only a finished one (settled, refused, failed, unconfirmed) asks for a new one.
+   */
+  async function whyTaken(key: string): Promise<string> {
+    const known = await paymentByKey(db, key);
+    if (known === undefined) return "another request had it and gave it back just now (it answered unavailable): send this same payment again";
+    if (known.status === "claimed") {
+      return "another request is handling this payment right now: wait for that request's answer; if it answered unavailable, send this same payment again (no new payment is needed)";
+    }
+    return `a payment pays for one call, and this one is finished (${known.status}): create a new one for this call`;
+  }
+
   /** Which field of `accepted` differs from the requirements (the most specific reason). */
   function mismatch(p: PaymentPayload, reqs: readonly PaymentRequirements[]): { reason: RefusalReason; detail: string } {
     const r = reqs[0]!;
@@ -206,7 +220,7 @@ export async function createPaymentGate(opts: GateOptions): Promise<PaymentGate>
       }
       const amount = amounts[tool];
       if (!(await claimPayment(db, { key, tool, network: network.caip2, amount, at: clock.now() }))) {
-        return refuse(tool, resource, "reused", "a payment pays for one call: create a new one for this call");
+        return refuse(tool, resource, "reused", await whyTaken(key));
       }
       const r = await withTrouble(() => opts.facilitator.verify(p, match));
       if (r.trouble.unavailable !== null || "error" in r) {

@@ -79,3 +79,36 @@ describe("MCP settlement failure (transports-v2/mcp.md)", () => {
     expect(answer.accepts).toEqual(pr.accepts);
   });
 });
+
+describe("a payment in flight elsewhere (one message, by the ledger's state)", () => {
+  it("while another request holds it: reused, wait for that answer and send the same payment again if it was unavailable; once finished: create a new one", async () => {
+    let entered!: () => void;
+    const inVerify = new Promise<void>((r) => (entered = r));
+    let letGo!: () => void;
+    const held = new Promise<void>((r) => (letGo = r));
+    // The first verification waits until the test lets it go: the claim, not timing, decides who holds the payment.
+    const gate = await h.gateWith((f) => ({
+      getSupported: () => f.getSupported(),
+      settle: (p, r) => f.settle(p, r),
+      verify: async (p, r) => {
+        entered();
+        await held;
+        return f.verify(p, r);
+      },
+    }));
+    const pr = await httpChallenge("/x402/peg-feed");
+    const sig = { "payment-signature": header(await h.pay.createPaymentPayload(pr)) };
+    const first = h.httpVia(gate, "/x402/peg-feed", sig);
+    await inVerify;
+    const racing = await h.httpVia(gate, "/x402/peg-feed", sig);
+    expect(racing.status).toBe(402);
+    expect(racing.body).toMatchObject({ error: "payment_refused", reason: "reused" });
+    expect(racing.body["message"]).toMatch(/another request is handling this payment right now: wait for that request's answer; if it answered unavailable, send this same payment again/);
+    expect(racing.body["message"]).not.toMatch(/create a new one/);
+    letGo();
+    expect((await first).status).toBe(200);
+    const after = await h.httpVia(gate, "/x402/peg-feed", sig);
+    expect(after.body).toMatchObject({ reason: "reused" });
+    expect(after.body["message"]).toMatch(/this one is finished \(settled\): create a new one for this call/);
+  });
+});
