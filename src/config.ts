@@ -162,8 +162,19 @@ export interface Config {
    * positive decimal. Default 1; tests use e.g. 0.001 to run the whole schedule in seconds.
    */
   readonly webhookTimeScale: number;
-  /** Public base URL of this API, used for webhook events' `evidence_url`. Default `http://localhost:<PORT>`. */
+  /**
+   * Public base URL of this API, used for webhook events' `evidence_url`: WEBHOOK_BASE_URL, else PUBLIC_BASE_URL.
+   * Default `http://localhost:<PORT>`.
+   */
   readonly webhookBaseUrl: string;
+  /**
+   * The one public base URL of this API (PUBLIC_BASE_URL, no trailing slash) for the absolute URLs the service gives
+   * out (the x402 challenges' `resource.url`; webhook links when WEBHOOK_BASE_URL is unset) and a `Host` `/mcp`
+   * accepts. Unset: WEBHOOK_BASE_URL, else `http://localhost:<PORT>` (`publicBaseUrlFrom` says which; the serving
+   * process warns unless it is PUBLIC_BASE_URL).
+   */
+  readonly publicBaseUrl: string;
+  readonly publicBaseUrlFrom: "PUBLIC_BASE_URL" | "WEBHOOK_BASE_URL" | "PORT";
   /**
    * Destination ports webhook URLs may name besides 443 (the https default), ascending. Default none: any other port
    * is refused at registration and at delivery, so /test and delivery errors cannot probe other services' ports.
@@ -241,7 +252,8 @@ export const CONFIG_VARIABLES = [
   { name: "LOG_LEVEL", default: "info", secret: false, description: "debug, info, warn or error." },
   { name: "WEBHOOK_IPS", default: "", secret: false, description: "Comma-separated IP addresses webhook deliveries come from, published at /v1/meta/webhook-ips." },
   { name: "WEBHOOK_TIME_SCALE", default: "1", secret: false, description: "Multiplier of the webhook retry waits (0 s, 5 s, 30 s, 5 min, 30 min, 2 h) and of 429 Retry-After, a positive decimal; e.g. 0.001 runs the schedule in seconds (tests)." },
-  { name: "WEBHOOK_BASE_URL", default: null, secret: false, description: "Public http(s) base URL of this API, for the evidence_url of webhook events. Unset: http://localhost:<PORT>." },
+  { name: "PUBLIC_BASE_URL", default: null, secret: false, description: "Public http(s) base URL of this API (e.g. https://oracle.example.com), for every absolute URL it gives out: the x402 challenges' resource.url, webhook links unless WEBHOOK_BASE_URL is set; its host is a Host /mcp accepts. Unset: WEBHOOK_BASE_URL, else http://localhost:<PORT>, with a warning at start." },
+  { name: "WEBHOOK_BASE_URL", default: null, secret: false, description: "Public http(s) base URL of this API, for the evidence_url of webhook events. Unset: PUBLIC_BASE_URL, else http://localhost:<PORT>." },
   { name: "WEBHOOK_ALLOWED_PORTS", default: "", secret: false, description: "Comma-separated destination ports (1-65535) webhook URLs may use besides 443, e.g. 8443. Empty: only 443; other ports are refused at registration and at delivery." },
   { name: "PYTH_HERMES_URL", default: "https://hermes.pyth.network", secret: false, description: "Pyth Hermes base URL (live feed)." },
   { name: "JUPITER_API_URL", default: "https://api.jup.ag", secret: false, description: "Jupiter API base URL (live feed)." },
@@ -367,6 +379,8 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>, b
     webhookIps: read("WEBHOOK_IPS", listOf(parseIp, "IP addresses"), []),
     webhookTimeScale: read("WEBHOOK_TIME_SCALE", parseSpeed, 1),
     webhookBaseUrl: "", // set below, from PORT when unset
+    publicBaseUrl: "", // likewise
+    publicBaseUrlFrom: "PORT",
     webhookAllowedPorts: read("WEBHOOK_ALLOWED_PORTS", parsePortList, []),
     sources: {
       pythHermesUrl: read("PYTH_HERMES_URL", parseHttpUrl, "https://hermes.pyth.network"),
@@ -391,6 +405,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>, b
       facilitatorUrl: read("X402_FACILITATOR_URL", parseHttpUrl),
     },
   };
+  const publicUrl = read("PUBLIC_BASE_URL", parseHttpUrl);
   const baseUrl = read("WEBHOOK_BASE_URL", parseHttpUrl);
   if (config.metricsPort === config.port) {
     issues.push({ name: "METRICS_PORT", value: JSON.stringify(String(config.metricsPort)), message: "must differ from PORT: /metrics has a listener of its own" });
@@ -401,7 +416,10 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>, b
     issues.sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
     throw new ConfigError(issues);
   }
-  return deepFreeze({ ...config, webhookBaseUrl: baseUrl ?? `http://localhost:${config.port}` });
+  const local = `http://localhost:${config.port}`;
+  const publicBase = (publicUrl ?? baseUrl ?? local).replace(/\/+$/, "");
+  const publicBaseUrlFrom: Config["publicBaseUrlFrom"] = publicUrl !== null ? "PUBLIC_BASE_URL" : baseUrl !== null ? "WEBHOOK_BASE_URL" : "PORT";
+  return deepFreeze({ ...config, webhookBaseUrl: baseUrl ?? publicUrl ?? local, publicBaseUrl: publicBase, publicBaseUrlFrom });
 }
 
 /** Log lines for features switched off by a missing secret (addendum G: disable with a log line, never crash). */
@@ -412,6 +430,12 @@ export function featureNotices(config: Config): readonly string[] {
   if (!config.features.telegramBot) notes.push("TELEGRAM_BOT_TOKEN is not set: Telegram login and alert messages are disabled");
   else if (!config.features.telegramLogin) notes.push("JWT_SECRET is not set: Telegram login is disabled");
   return notes;
+}
+
+/** The start-up warning of a service whose PUBLIC_BASE_URL is unset (null when it is set). */
+export function publicBaseUrlNotice(config: Config): string | null {
+  if (config.publicBaseUrlFrom === "PUBLIC_BASE_URL") return null;
+  return `PUBLIC_BASE_URL is not set: the absolute URLs this service gives out (x402 resource URLs) use ${config.publicBaseUrl}${config.publicBaseUrlFrom === "WEBHOOK_BASE_URL" ? " (WEBHOOK_BASE_URL)" : ", which clients elsewhere cannot reach"}`;
 }
 
 /** A copy of the configuration that is safe to log: secrets become `[set]`, URL credentials and queries are masked. */

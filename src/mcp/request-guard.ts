@@ -26,7 +26,9 @@ export interface McpAccessConfig {
   readonly port: number;
   /** Listen address: a specific one (not 0.0.0.0 or ::) is a host clients may name. */
   readonly host: string;
-  /** The service's public base URL: its host is accepted. */
+  /** The service's public base URL (PUBLIC_BASE_URL): its host is accepted. */
+  readonly publicBaseUrl: string;
+  /** The base URL of webhook links (WEBHOOK_BASE_URL): its host is accepted too. */
   readonly webhookBaseUrl: string;
   readonly corsOrigins: readonly string[];
   readonly mcpAllowedHosts: readonly string[];
@@ -34,15 +36,17 @@ export interface McpAccessConfig {
 
 const WILDCARDS = new Set(["0.0.0.0", "::", "[::]"]);
 
-/** The default allow-lists: loopback names on PORT, the listen address, the public URL's host, MCP_ALLOWED_HOSTS; CORS_ORIGINS. */
+/** The default allow-lists: loopback names on PORT, the listen address, the public URLs' hosts, MCP_ALLOWED_HOSTS; CORS_ORIGINS. */
 export function mcpAccess(c: McpAccessConfig): McpAccess {
   const hosts = ["localhost", "127.0.0.1", "[::1]"].map((h) => `${h}:${c.port}`);
   const listen = c.host.includes(":") && !c.host.startsWith("[") ? `[${c.host}]` : c.host;
   if (!WILDCARDS.has(listen)) hosts.push(`${listen.toLowerCase()}:${c.port}`);
-  try {
-    hosts.push(new URL(c.webhookBaseUrl).host.toLowerCase());
-  } catch {
-    // Validated by the configuration; nothing to add otherwise.
+  for (const base of [c.publicBaseUrl, c.webhookBaseUrl]) {
+    try {
+      hosts.push(new URL(base).host.toLowerCase());
+    } catch {
+      // Validated by the configuration; nothing to add otherwise.
+    }
   }
   hosts.push(...c.mcpAllowedHosts);
   return { hosts: [...new Set(hosts)], origins: c.corsOrigins };

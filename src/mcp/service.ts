@@ -6,6 +6,7 @@
  * x402 libraries only when X402_PAY_TO is set.
  */
 import type { Catalog } from "../catalog/index.ts";
+import { publicBaseUrlNotice } from "../config.ts";
 import type { Metrics } from "../http/metrics.ts";
 import type { DocumentedRoute } from "../http/routes/index.ts";
 import type { Route } from "../http/router.ts";
@@ -31,6 +32,9 @@ export async function prepareAgentRoutes(opts: AgentServiceOptions): Promise<Age
   const paid = config.x402.payTo === null ? null : await (await import("./paid-service.ts")).preparePaid(opts);
   const events = storeEvents(db, clock);
   const guard = requestGuard(mcpAccess(config));
+  // The serving process gives absolute URLs out (x402 challenges): say at start when they name only this machine.
+  const notice = publicBaseUrlNotice(config);
+  if (notice !== null) log("warn", notice);
   return (ctx) => {
     const api = routeCaller(ctx.routes);
     if (paid !== null) registerX402Metrics(paid.metrics, ctx.metrics.registry);
@@ -57,6 +61,6 @@ export async function prepareAgentRoutes(opts: AgentServiceOptions): Promise<Age
         return handleMcpPost(s, req);
       },
     };
-    return [mcp, ...(paid === null ? [] : paid.routes({ api, events, baseUrl: config.webhookBaseUrl }))];
+    return [mcp, ...(paid === null ? [] : paid.routes({ api, events, baseUrl: config.publicBaseUrl }))];
   };
 }

@@ -1,6 +1,7 @@
-/** X402_PAY_TO, X402_NETWORK, X402_PRICES and X402_FACILITATOR_URL: defaults, accepted values, refusals at start. */
+/** X402_PAY_TO, X402_NETWORK, X402_PRICES, X402_FACILITATOR_URL and PUBLIC_BASE_URL: defaults, accepted values, refusals at start. */
 import { describe, expect, it } from "vitest";
-import { ConfigError, describeConfig, featureNotices, parseConfig } from "../../src/config.ts";
+import { ConfigError, describeConfig, featureNotices, parseConfig, publicBaseUrlNotice } from "../../src/config.ts";
+import { mcpAccess } from "../../src/mcp/request-guard.ts";
 import { DEFAULT_PRICES, priceAtomic } from "../../src/x402/index.ts";
 
 const ADDRESS = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM";
@@ -62,5 +63,27 @@ describe("x402 configuration", () => {
     expect((describeConfig(c)["x402"] as { facilitatorUrl: string }).facilitatorUrl).toBe("https://***@facilitator.example.com");
     expect(featureNotices(c)).toContain("X402_FACILITATOR_URL is set but X402_PAY_TO is not: the paid agent tools are off");
     expect(featureNotices(parseConfig({ X402_PAY_TO: ADDRESS }))).not.toContain("X402_FACILITATOR_URL is set but X402_PAY_TO is not: the paid agent tools are off");
+  });
+});
+
+describe("PUBLIC_BASE_URL", () => {
+  it("is the base of the absolute URLs given out, else WEBHOOK_BASE_URL, else localhost on PORT, with a warning unless set", () => {
+    const set = parseConfig({ PUBLIC_BASE_URL: "https://oracle.example.com/", PORT: "9000" });
+    expect(set).toMatchObject({ publicBaseUrl: "https://oracle.example.com", publicBaseUrlFrom: "PUBLIC_BASE_URL", webhookBaseUrl: "https://oracle.example.com" });
+    expect(publicBaseUrlNotice(set)).toBeNull();
+    const both = parseConfig({ PUBLIC_BASE_URL: "https://oracle.example.com", WEBHOOK_BASE_URL: "https://hooks.example.com" });
+    expect(both).toMatchObject({ publicBaseUrl: "https://oracle.example.com", webhookBaseUrl: "https://hooks.example.com" });
+    const webhook = parseConfig({ WEBHOOK_BASE_URL: "https://hooks.example.com" });
+    expect(webhook).toMatchObject({ publicBaseUrl: "https://hooks.example.com", publicBaseUrlFrom: "WEBHOOK_BASE_URL" });
+    expect(publicBaseUrlNotice(webhook)).toMatch(/^PUBLIC_BASE_URL is not set: .* use https:\/\/hooks\.example\.com \(WEBHOOK_BASE_URL\)$/);
+    const unset = parseConfig({ PORT: "9000" });
+    expect(unset).toMatchObject({ publicBaseUrl: "http://localhost:9000", publicBaseUrlFrom: "PORT", webhookBaseUrl: "http://localhost:9000" });
+    expect(publicBaseUrlNotice(unset)).toMatch(/^PUBLIC_BASE_URL is not set: .* use http:\/\/localhost:9000, which clients elsewhere cannot reach$/);
+    expect(issues({ PUBLIC_BASE_URL: "ftp://oracle.example.com" }).map((i) => i.name)).toEqual(["PUBLIC_BASE_URL"]);
+  });
+
+  it("names a Host /mcp accepts, next to WEBHOOK_BASE_URL's", () => {
+    const { hosts } = mcpAccess(parseConfig({ PUBLIC_BASE_URL: "https://oracle.example.com", WEBHOOK_BASE_URL: "https://hooks.example.com:8443", PORT: "9000" }));
+    expect(hosts).toEqual(expect.arrayContaining(["oracle.example.com", "hooks.example.com:8443", "localhost:9000"]));
   });
 });

@@ -94,6 +94,7 @@ beforeAll(async () => {
     X402_NETWORK: "solana-devnet",
     X402_PRICES: "get_peg_feed=0.0008",
     RATE_LIMIT_PER_MIN: "10000",
+    PUBLIC_BASE_URL: "https://oracle.example.com",
   };
   await start();
 }, 180_000);
@@ -138,6 +139,9 @@ describe("the running service with X402_PAY_TO", () => {
     expect(first.headers.get("payment-required")).toBeTruthy();
     const http = new x402HTTPClient(clientFor(payer, node.url));
     const pr = http.getPaymentRequiredResponse((n) => first.headers.get(n), await first.json());
+    // The resource a client pays for is the one it called, under PUBLIC_BASE_URL (behind a proxy: not this port).
+    expect(pr.resource.url).toBe("https://oracle.example.com/x402/peg-feed");
+    expect(service.lines().filter((l) => String(l["msg"]).startsWith("PUBLIC_BASE_URL is not set"))).toEqual([]);
     replay = http.encodePaymentSignatureHeader(await http.createPaymentPayload(pr));
     const paid = await fetch(`${base}/x402/peg-feed`, { headers: replay });
     expect(paid.status).toBe(200);
