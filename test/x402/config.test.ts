@@ -1,7 +1,12 @@
 /** X402_PAY_TO, X402_NETWORK, X402_PRICES, X402_FACILITATOR_URL and PUBLIC_BASE_URL: defaults, accepted values, refusals at start. */
 import { describe, expect, it } from "vitest";
 import { ConfigError, describeConfig, featureNotices, parseConfig, publicBaseUrlNotice } from "../../src/config.ts";
+import type { Catalog } from "../../src/catalog/index.ts";
+import { systemClock } from "../../src/clock.ts";
 import { mcpAccess } from "../../src/mcp/request-guard.ts";
+import { prepareAgentRoutes } from "../../src/mcp/service.ts";
+import type { SecretBox } from "../../src/secret-box.ts";
+import type { Executor } from "../../src/store/index.ts";
 import { DEFAULT_PRICES, priceAtomic } from "../../src/x402/index.ts";
 
 const ADDRESS = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM";
@@ -80,6 +85,17 @@ describe("PUBLIC_BASE_URL", () => {
     expect(unset).toMatchObject({ publicBaseUrl: "http://localhost:9000", publicBaseUrlFrom: "PORT", webhookBaseUrl: "http://localhost:9000" });
     expect(publicBaseUrlNotice(unset)).toMatch(/^PUBLIC_BASE_URL is not set: .* use http:\/\/localhost:9000, which clients elsewhere cannot reach$/);
     expect(issues({ PUBLIC_BASE_URL: "ftp://oracle.example.com" }).map((i) => i.name)).toEqual(["PUBLIC_BASE_URL"]);
+  });
+
+  it("the serving process warns at start while it is unset", async () => {
+    const lines: [string, string][] = [];
+    // Preparing the agent routes without X402_PAY_TO touches neither the store nor the catalog.
+    const base = { catalog: {} as Catalog, db: {} as Executor, secrets: {} as SecretBox, clock: systemClock, log: (level: string, msg: string) => void lines.push([level, msg]) };
+    await prepareAgentRoutes({ ...base, config: parseConfig({ PORT: "9000" }) });
+    expect(lines).toEqual([["warn", expect.stringMatching(/^PUBLIC_BASE_URL is not set: .*http:\/\/localhost:9000/)]]);
+    lines.length = 0;
+    await prepareAgentRoutes({ ...base, config: parseConfig({ PUBLIC_BASE_URL: "https://oracle.example.com" }) });
+    expect(lines).toEqual([]);
   });
 
   it("names a Host /mcp accepts, next to WEBHOOK_BASE_URL's", () => {
