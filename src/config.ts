@@ -132,8 +132,9 @@ export interface Config {
    */
   readonly mcpRateLimitPerMin: number;
   /**
-   * `Host` values `/mcp` accepts besides localhost, 127.0.0.1 and [::1] on PORT and the host of WEBHOOK_BASE_URL
-   * (MCP_ALLOWED_HOSTS, DNS-rebinding protection), lower-case: `name` (any port) or `name:port`. Default none.
+   * `Host` values `/mcp` accepts besides localhost, 127.0.0.1 and [::1] on PORT and the hosts of PUBLIC_BASE_URL and
+   * WEBHOOK_BASE_URL (MCP_ALLOWED_HOSTS, DNS-rebinding protection), lower-case: `name` (any port) or `name:port`.
+   * Default none.
    */
   readonly mcpAllowedHosts: readonly string[];
   /** Take the client IP from `X-Forwarded-For` (only behind a trusted proxy). Default false. */
@@ -244,7 +245,7 @@ export const CONFIG_VARIABLES = [
   { name: "RATE_LIMIT_PER_MIN", default: "60", secret: false, description: "Public requests per minute per client IP, integer >= 1." },
   { name: "RATE_LIMIT_IPV6_PREFIX", default: "64", secret: false, description: "Prefix length (bits, integer 1-128) that keys the rate limit of IPv6 clients: all addresses of one /64 (default) share one budget. IPv4 and IPv4-mapped IPv6 clients are keyed by their IPv4 address." },
   { name: "MCP_RATE_LIMIT_PER_MIN", default: "600", secret: false, description: "Requests per minute per client IP on /mcp, integer >= 1: the agents' own budget, instead of RATE_LIMIT_PER_MIN (an MCP session spends three requests before its first tool call)." },
-  { name: "MCP_ALLOWED_HOSTS", default: "", secret: false, description: "Comma-separated Host header values /mcp accepts besides localhost, 127.0.0.1 and [::1] on PORT and WEBHOOK_BASE_URL's host (DNS-rebinding protection): name (any port) or name:port, e.g. oracle.example.com." },
+  { name: "MCP_ALLOWED_HOSTS", default: "", secret: false, description: "Comma-separated Host header values /mcp accepts besides localhost, 127.0.0.1 and [::1] on PORT and the hosts of PUBLIC_BASE_URL and WEBHOOK_BASE_URL (DNS-rebinding protection): name (any port) or name:port, e.g. oracle.example.com." },
   { name: "TRUST_PROXY", default: "false", secret: false, description: "Read the client IP from X-Forwarded-For: false (default), true (the connected peer is the one trusted proxy), or a comma-separated list of trusted proxy IP addresses." },
   { name: "GIT_SHA", default: "", secret: false, description: "Hex commit (7-40 digits) of the running build, hashed into receipts. Unset: the checkout's HEAD (read from .git), else build-info.json (peg-oracle build-info); the service warns at start when neither exists." },
   { name: "INTRINSIC_LIVENESS_GATE", default: "false", secret: false, description: "Enable the intrinsic-liveness gate: true/false/1/0/yes/no." },
