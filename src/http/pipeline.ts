@@ -54,6 +54,12 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Hand
   const observe = opts.observe;
   const ipv6Prefix = opts.ipv6Prefix ?? DEFAULT_IPV6_PREFIX;
   let sweptAt = 0;
+  /** A named budget's limiter (a route's own, or one on top of the default), made on first use. */
+  const bucketOf = (spec: { readonly name: string; readonly perMinute: number }): SlidingWindowLimiter => {
+    let b = buckets.get(spec.name);
+    if (b === undefined) buckets.set(spec.name, (b = new SlidingWindowLimiter(spec.perMinute)));
+    return b;
+  };
 
   const failure = (e: unknown, raw: RawRequest, route: Route | null = null): HttpResult => {
     if (e instanceof ApiError) {
@@ -120,19 +126,13 @@ export function createPipeline(opts: PipelineOptions): (req: RawRequest) => Hand
       routeTemplate = route?.path ?? null;
       if (route !== null && route.budget !== undefined && route.unlimited !== true) {
         // A route with a budget of its own (the agents' /mcp) is counted there only, never against the default one.
-        const { name, perMinute } = route.budget;
-        let b = buckets.get(name);
-        if (b === undefined) buckets.set(name, (b = new SlidingWindowLimiter(perMinute)));
-        const d = b.take(rateLimitKey(raw.ip, ipv6Prefix), now);
+        const { name } = route.budget;
+        const d = bucketOf(route.budget).take(rateLimitKey(raw.ip, ipv6Prefix), now);
         addRateLimitHeaders(headers, d, name);
         if (!d.allowed) throw new ApiError("rate_limited", `more than ${d.limit} ${name} requests per minute from this address`, { headers: rateLimitHeaders(d, name) });
       } else if (route !== null && route.unlimited !== true) {
         const key = rateLimitKey(raw.ip, ipv6Prefix);
-        let b: SlidingWindowLimiter | undefined;
-        if (route.bucket !== undefined) {
-          b = buckets.get(route.bucket.name);
-          if (b === undefined) buckets.set(route.bucket.name, (b = new SlidingWindowLimiter(route.bucket.perMinute)));
-        }
+        const b = route.bucket === undefined ? undefined : bucketOf(route.bucket);
         const d = limiter.take(key, now);
         addRateLimitHeaders(headers, d);
         if (!d.allowed) {
