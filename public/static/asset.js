@@ -1,7 +1,9 @@
-// Asset page (/asset.html?symbol=SYM): the card, the band machine diagram with its dwell countdown, the machine
-// inspector and last events (refreshed every 2 s and on every stream message for the asset), recent transitions.
+// Asset page (/asset.html?symbol=SYM): the card, the discount chart (asset-chart.js), the band machine diagram with
+// its dwell countdown, the machine inspector and last events (refreshed every 2 s and on every stream message for the
+// asset), recent transitions.
 
 import { ApiError, errorText, getJson } from "./api.js";
+import { mountChart } from "./asset-chart.js";
 import { badge, byId, el, receiptLink, replace, showConnection, showError } from "./dom.js";
 import { DEFAULT_STATES, renderMachineSvg } from "./diagram.js";
 import { bpsText, countdownText, relativeTime, riskText, thresholdsText } from "./format.js";
@@ -19,18 +21,40 @@ let machine = null;
 let drawn = null;
 const transitions = new Feed(100);
 
-const live = new LiveSocket({ url: wsUrl(location), assets: symbol ? [symbol] : [], onStatus: showConnection, onMessage });
+let wasConnected = false;
+/** After a reconnect the chart reloads its window: the states sent meanwhile were not replayed (transitions were). */
+function onStatus(status, detail) {
+  showConnection(status, detail);
+  if (status === "connected") {
+    if (wasConnected && chartStarted) void chart?.load();
+    wasConnected = true;
+  }
+}
+
+const live = new LiveSocket({ url: wsUrl(location), assets: symbol ? [symbol] : [], onStatus, onMessage });
 const serverNow = () => Date.now() + live.clockOffsetMs;
+const chart = symbol ? mountChart({ symbol, get: getJson, serverNow, onError: showError }) : null;
 
 const dash = "\u2014";
 const fact = (term, value, title) => [el("dt", { text: term }), el("dd", { title }, [value ?? dash])];
 const textOr = (v) => (v === null || v === undefined || v === "" ? dash : String(v));
 
+let chartStarted = false;
+/** The chart's window ends at the server's now, which the hello tells (a scenario's clock is not ours). */
+function startChart() {
+  if (chartStarted || chart === null) return;
+  chartStarted = true;
+  void chart.load();
+}
+
 function onMessage(msg) {
+  if (msg.type === "hello") startChart();
   if (msg.asset !== symbol) {
     if (msg.type === "error") showError(`stream: ${msg.message ?? msg.error}`);
     return;
   }
+  if (msg.type === "snapshot" || msg.type === "state") chart?.onState(msg);
+  else if (msg.type === "transition") chart?.onTransition(msg);
   if ((msg.type === "snapshot" || msg.type === "state") && card !== null) {
     const next = applyLive(card, msg);
     if (next !== card) {
@@ -70,6 +94,7 @@ function renderCard() {
 async function loadCard() {
   const { body } = await getJson(`/v1/assets/${enc}`);
   card = card === null ? body : applyLive(body, card); // keep live fields newer than the REST card
+  chart?.setCard(card);
   renderCard();
 }
 
@@ -219,6 +244,7 @@ if (!symbol) {
   }
   if (!unknownAsset) {
     live.start();
+    window.setTimeout(startChart, 3000); // without a hello, on the browser's clock
     await Promise.all([loadBand(), refreshMachine(), loadTransitions().catch((e) => showError(`transitions: ${errorText(e)}`))]);
     window.setInterval(refreshMachine, MACHINE_REFRESH_MS);
     window.setInterval(tick, 500);
