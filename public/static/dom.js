@@ -60,3 +60,9 @@ export function showError(text) {
   node.textContent = text ?? "";
   node.hidden = !text;
 }
+
+/** The "monitoring only" mark of a beta asset (provisional calibration, outside the calibrated denominator). */
+export function betaMark(x = {}) {
+  const why = typeof x.monitoring_reason === "string" && x.monitoring_reason !== "" ? `: ${x.monitoring_reason}` : "";
+  return el("span", { class: "beta", title: `monitoring only (provisional calibration)${why}`, text: "monitoring only" });
+}

@@ -1,19 +1,28 @@
-// Live overview page (/): the asset table, filters, the transition feed and the connection indicator.
+// Live overview page (/): the state summary, the asset table (monitoring-only assets marked), filters, the transition
+// feed and the connection indicator.
 
 import { errorText, getJson } from "./api.js";
-import { assetLink, badge, byId, el, receiptLink, replace, showConnection, showError } from "./dom.js";
-import { bpsText, relativeTime, riskText } from "./format.js";
-import { Feed, applyLive, filterCards, mergeRest, sortCards } from "./model.js";
-import { sparklineSvg } from "./sparkline.js";
+import { assetLink, badge, betaMark, byId, el, receiptLink, replace, showConnection, showError } from "./dom.js";
+import { PEG_STATES, bpsText, relativeTime, riskText } from "./format.js";
+import { Feed, applyLive, filterCards, mergeRest, sortCards, stateSummary } from "./model.js";
+import { isYoung, sparklineSvg, trailAdd, trailFromRows, trailSeries } from "./sparkline.js";
 import { LiveSocket, wsUrl } from "./ws.js";
 
 const REST_REFRESH_MS = 60_000;
+/** Spacing of the minute-history calls of young sparklines: well inside the default 60 requests a minute. */
+const TRAIL_FETCH_MS = 3000;
 
 /** symbol -> AssetCard (replaced, never mutated, on every change). */
 const cards = new Map();
 /** symbol -> { tr, card (the one rendered), cells } */
 const rows = new Map();
 const feed = new Feed(100);
+/** symbol -> minute trail (sparkline.js) of an asset whose hourly series is still young. */
+const trails = new Map();
+/** Symbols whose stored minutes were asked for (queued, in flight or answered). */
+const trailAsked = new Set();
+const trailQueue = [];
+let trailTimer = null;
 let feedDirty = true;
 let loaded = false;
 let renderQueued = false;
@@ -39,6 +48,8 @@ function onMessage(msg) {
     if (typeof msg.asset !== "string") return;
     const prev = cards.get(msg.asset) ?? { symbol: msg.asset, class: null, series_24h: null, updated_at: null };
     const next = applyLive(prev, msg);
+    const trail = trails.get(msg.asset);
+    if (trail !== undefined) trailAdd(trail, msg);
     if (next !== prev) {
       cards.set(msg.asset, next);
       scheduleRender();
@@ -75,14 +86,17 @@ function fillRow(tr, cells, card, previous) {
   const state = card.state ?? "UNKNOWN";
   tr.dataset.state = state;
   const head = [
-    el("th", { scope: "row" }, [assetLink(card.symbol)]),
+    el("th", { scope: "row" }, [assetLink(card.symbol), card.monitoring_only === true ? betaMark(card) : null]),
     el("td", { class: "cls", text: card.class ?? "\u2014" }),
     el("td", {}, [badge(card.state)]),
     el("td", { class: "num", text: bpsText(card.discount) }),
     el("td", { class: "num", text: riskText(card.risk_score) }),
   ];
-  if (previous === null || previous.series_24h !== card.series_24h) {
-    cells.spark.innerHTML = sparklineSvg(card.series_24h);
+  const spark = sparkFor(card);
+  if (spark !== cells.sparkHtml) {
+    cells.sparkHtml = spark;
+    cells.spark.innerHTML = spark;
+    cells.spark.dataset.series = isYoung(card.series_24h) ? "minutes" : "hours";
   }
   cells.updated.dataset.at = card.updated_at ?? "";
   cells.updated.textContent = relativeTime(card.updated_at, serverNow());
@@ -93,6 +107,67 @@ function fillRow(tr, cells, card, previous) {
     void tr.offsetWidth; // restart the animation
     tr.classList.add("flash");
   }
+}
+
+/** The hourly sparkline, or while the hourly series is young the minutes that exist (fetched once, then live). */
+function sparkFor(card) {
+  if (!isYoung(card.series_24h)) return sparklineSvg(card.series_24h);
+  let trail = trails.get(card.symbol);
+  // The stream's states from now on; the minutes the store has, once, as soon as it has some.
+  if (trail === undefined) trails.set(card.symbol, (trail = new Map()));
+  const stored = Array.isArray(card.series_24h) && card.series_24h.some((v) => v !== null);
+  if (stored && !trailAsked.has(card.symbol)) queueTrail(card.symbol);
+  const minutes = trailSeries(trail);
+  return minutes === null ? sparklineSvg(card.series_24h) : sparklineSvg(minutes, { label: "discount since the first minute" });
+}
+
+function queueTrail(symbol) {
+  trailAsked.add(symbol);
+  trailQueue.push(symbol);
+  if (trailTimer === null) trailTimer = window.setTimeout(nextTrail, 0);
+}
+
+/** One minute-history call at a time, visible rows first. */
+async function nextTrail() {
+  trailTimer = -1; // in flight: queueTrail leaves the next call to this one
+  const visible = (s) => rows.get(s)?.tr.hidden === false;
+  const i = Math.max(0, trailQueue.findIndex(visible));
+  const [symbol] = trailQueue.splice(i, 1);
+  if (symbol === undefined) {
+    trailTimer = null;
+    return;
+  }
+  let wait = TRAIL_FETCH_MS;
+  try {
+    const { body } = await getJson(`/v1/assets/${encodeURIComponent(symbol)}/history?bucket=1m&limit=1440`);
+    const trail = trailFromRows(Array.isArray(body?.data) ? body.data : []);
+    const newest = Math.max(-Infinity, ...trail.keys());
+    for (const [minute, p] of trails.get(symbol) ?? []) if (minute > newest) trail.set(minute, p); // the stream's, since
+    trails.set(symbol, trail);
+    const card = cards.get(symbol);
+    if (card !== undefined) cards.set(symbol, { ...card }); // a new identity re-renders the row
+    scheduleRender();
+  } catch {
+    trailAsked.delete(symbol); // asked again at a later render, after a longer pause (a 429 among them)
+    wait = 30_000;
+  }
+  trailTimer = trailQueue.length > 0 || wait > TRAIL_FETCH_MS ? window.setTimeout(nextTrail, wait) : null;
+}
+
+function renderSummary(all) {
+  const { total, counts, monitoringOnly } = stateSummary(all);
+  const node = byId("state-summary");
+  node.dataset.total = String(total);
+  const parts = [el("span", {}, [el("span", { class: "n", text: String(total) }), " assets"])];
+  for (const s of PEG_STATES) {
+    parts.push(el("span", { class: "sep", text: "\u00b7" }));
+    parts.push(el("span", { class: "count", dataset: { state: s, count: String(counts[s]) } }, [el("span", { class: "n", text: String(counts[s]) }), ` ${s}`]));
+  }
+  if (monitoringOnly > 0) {
+    parts.push(el("span", { class: "sep", text: "\u00b7" }));
+    parts.push(el("span", { class: "count", dataset: { monitoringOnly: String(monitoringOnly) } }, [el("span", { class: "n", text: String(monitoringOnly) }), " monitoring only"]));
+  }
+  replace(node, ...parts);
 }
 
 function render() {
@@ -115,6 +190,7 @@ function render() {
   }
   // Order and filters.
   const all = [...cards.values()];
+  renderSummary(all);
   if (all.length === 0) {
     replace(tbody, el("tr", { class: "placeholder" }, [el("td", { colspan: 7, text: "no active assets" })]));
     order = [];
@@ -138,7 +214,7 @@ function renderFeed() {
   const items = feed.rows.map((t) =>
     el("li", { dataset: { id: t.id, asset: t.asset } }, [
       el("time", { datetime: t.at ?? "", title: t.at ?? "", class: "when", dataset: { at: t.at ?? "" }, text: relativeTime(t.at, serverNow()) }),
-      el("span", { class: "who" }, [assetLink(t.asset)]),
+      el("span", { class: "who" }, [assetLink(t.asset), (t.monitoring_only ?? cards.get(t.asset)?.monitoring_only) === true ? betaMark(t) : null]),
       el("span", { class: "move" }, [badge(t.from_state), el("span", { class: "arrow", text: "\u2192" }), badge(t.to_state)]),
       el("span", { class: "num bps", text: `${bpsText(t.discount)} bps` }),
       el("span", { class: "rcpt" }, [receiptLink(t.id)]),

@@ -7,6 +7,7 @@ export interface Transition {
   readonly discount: string | null;
   readonly at: string | null;
   readonly receipt_url: string | null;
+  readonly monitoring_only: boolean | null;
 }
 export interface Card {
   readonly symbol: string;
@@ -29,3 +30,9 @@ export declare function applyLive<C extends Card>(card: C, msg: Readonly<Record<
 export declare function mergeRest<C extends Card>(previous: C | undefined, fresh: C): C;
 export declare function filterCards<C extends Card>(cards: readonly C[], filters?: { cls?: string; state?: string }): C[];
 export declare function sortCards<C extends Card>(cards: readonly C[], key?: "severity" | "symbol" | "discount" | "risk"): C[];
+export interface StateSummary {
+  readonly total: number;
+  readonly counts: Readonly<Record<"PEGGED" | "DRIFT" | "DEPEG" | "CRITICAL" | "BLACK_SWAN" | "UNKNOWN", number>>;
+  readonly monitoringOnly: number;
+}
+export declare function stateSummary(cards: readonly Card[]): StateSummary;

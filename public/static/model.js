@@ -1,10 +1,11 @@
 // Pure view-model helpers of the dashboard: the transition feed, live card updates, filtering and sorting.
 
-import { parseTime, severityRank } from "./format.js";
+import { PEG_STATES, parseTime, severityRank } from "./format.js";
 
 /**
  * One transition, from a REST alert row (`/v1/alerts`: id, detected_at) or a WebSocket `transition` message
- * (alert_id, ts), in one shape: { id, asset, from_state, to_state, discount, at, receipt_url }.
+ * (alert_id, ts), in one shape: { id, asset, from_state, to_state, discount, at, receipt_url, monitoring_only } (null
+ * when the message does not say: a stream transition does not carry it, the asset's card does).
  */
 export function normaliseTransition(x) {
   if (x === null || typeof x !== "object") return null;
@@ -18,6 +19,7 @@ export function normaliseTransition(x) {
     discount: x.discount ?? null,
     at: x.ts ?? x.detected_at ?? null,
     receipt_url: x.receipt_url ?? null,
+    monitoring_only: typeof x.monitoring_only === "boolean" ? x.monitoring_only : null,
   };
 }
 
@@ -100,4 +102,19 @@ export function sortCards(cards, key = "severity") {
     risk: (a, b) => (b.risk_score ?? -1) - (a.risk_score ?? -1) || bySymbol(a, b),
   }[key] ?? bySymbol;
   return [...cards].sort(cmp);
+}
+
+/**
+ * How many assets are in each state (every PegState, a missing state counted UNKNOWN), how many there are, and how
+ * many of them are monitoring only: { total, counts: { PEGGED: n, ... }, monitoringOnly }.
+ */
+export function stateSummary(cards) {
+  const counts = Object.fromEntries(PEG_STATES.map((s) => [s, 0]));
+  let monitoringOnly = 0;
+  for (const c of cards) {
+    const s = PEG_STATES.includes(c.state) ? c.state : "UNKNOWN";
+    counts[s] += 1;
+    if (c.monitoring_only === true) monitoringOnly += 1;
+  }
+  return { total: cards.length, counts, monitoringOnly };
 }

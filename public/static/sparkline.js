@@ -1,4 +1,7 @@
-// 24 h sparkline of an asset's hourly average discount (`series_24h`), as an inline SVG string. Pure.
+// 24 h sparkline of an asset's hourly average discount (`series_24h`), as an inline SVG string; in the first hours
+// after a start, of its minutes (below). Pure.
+
+import { escapeXml } from "./format.js";
 
 const num = (n) => {
   const r = Math.round(n * 100) / 100;
@@ -55,11 +58,64 @@ export function sparklineZeroY(series, { height = 24, pad = 2 } = {}) {
 }
 
 /** The whole sparkline: `<svg class="spark">` with the peg line (when crossed) and the series path. */
-export function sparklineSvg(series, { width = 120, height = 24, pad = 2 } = {}) {
+export function sparklineSvg(series, { width = 120, height = 24, pad = 2, label = "24 h discount" } = {}) {
   const d = sparklinePath(series, { width, height, pad });
   const zero = sparklineZeroY(series, { height, pad });
-  const open = `<svg xmlns="http://www.w3.org/2000/svg" class="spark${d === "" ? " spark-empty" : ""}" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="24 h discount">`;
+  const open = `<svg xmlns="http://www.w3.org/2000/svg" class="spark${d === "" ? " spark-empty" : ""}" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeXml(label)}">`;
   const zeroLine = zero === null ? "" : `<line class="spark-zero" x1="0" x2="${width}" y1="${num(zero)}" y2="${num(zero)}"/>`;
   const path = d === "" ? "" : `<path class="spark-line" d="${d}"/>`;
   return `${open}${zeroLine}${path}</svg>`;
+}
+
+// --- the first hours after a start --------------------------------------------------------------------------
+// `series_24h` has one value per hour, so for its first hours an asset has one or two: a dot at the right edge. Until
+// it has YOUNG_BUCKETS, the overview draws the minutes instead: the 1-minute rollups that exist (one /history call
+// per asset) and the live states since, stretched over the width from the first minute to now.
+
+/** Hours with data below which the sparkline is drawn from minutes. */
+export const YOUNG_BUCKETS = 3;
+const MINUTE_MS = 60_000;
+
+/** Whether the hourly series holds fewer than YOUNG_BUCKETS hours of data. */
+export function isYoung(series) {
+  if (!Array.isArray(series)) return true;
+  return series.filter((v) => typeof v === "number" && Number.isFinite(v)).length < YOUNG_BUCKETS;
+}
+
+/** A trail of minute means (minute start ms -> { v: mean discount fraction, n }) from 1-minute history rows. */
+export function trailFromRows(rows) {
+  const trail = new Map();
+  for (const r of rows ?? []) {
+    const t = Date.parse(r?.ts ?? "");
+    const v = Number(r?.discount);
+    if (Number.isNaN(t) || r?.discount === null || r?.discount === undefined || !Number.isFinite(v)) continue;
+    trail.set(t - (t % MINUTE_MS), { v, n: Number.isInteger(r.samples) && r.samples > 0 ? r.samples : 1 });
+  }
+  return trail;
+}
+
+/** Adds a live `snapshot`/`state` message to its minute of the trail (mutated); true when it changed. */
+export function trailAdd(trail, msg) {
+  const t = Date.parse(msg?.updated_at ?? "");
+  const v = Number(msg?.discount);
+  if (Number.isNaN(t) || msg?.discount === null || msg?.discount === undefined || !Number.isFinite(v)) return false;
+  const minute = t - (t % MINUTE_MS);
+  const cur = trail.get(minute);
+  if (cur === undefined) trail.set(minute, { v, n: 1 });
+  else {
+    cur.n += 1;
+    cur.v += (v - cur.v) / cur.n;
+  }
+  return true;
+}
+
+/** The trail as an evenly spaced series, one entry a minute from its first minute to its last (null: no data), at most a day. */
+export function trailSeries(trail) {
+  if (trail.size === 0) return null;
+  const minutes = [...trail.keys()].sort((a, b) => a - b);
+  const last = minutes.at(-1);
+  const first = Math.max(minutes[0], last - 24 * 60 * MINUTE_MS);
+  const out = [];
+  for (let m = first; m <= last; m += MINUTE_MS) out.push(trail.get(m)?.v ?? null);
+  return out;
 }

@@ -1,7 +1,7 @@
 /** View-model helpers: the transition feed, live card updates, filters and sorting; and the REST helper. */
 import { describe, expect, it } from "vitest";
 import { ApiError, errorText, getJson, retryAfterSecs } from "../../public/static/api.js";
-import { Feed, applyLive, filterCards, mergeRest, normaliseTransition, sortCards, type Card } from "../../public/static/model.js";
+import { Feed, applyLive, filterCards, mergeRest, normaliseTransition, sortCards, stateSummary, type Card } from "../../public/static/model.js";
 
 const alertRow = (id: string, at: string) => ({
   id,
@@ -12,6 +12,7 @@ const alertRow = (id: string, at: string) => ({
   discount_bps: 40,
   detected_at: at,
   receipt_url: `/v1/audit/${id}`,
+  monitoring_only: false,
 });
 const wsTransition = (id: string, ts: string) => ({
   type: "transition",
@@ -35,8 +36,12 @@ describe("Feed", () => {
       discount: "0.004",
       at: "2026-01-01T00:00:00.000Z",
       receipt_url: "/v1/audit/a",
+      monitoring_only: false,
     });
     expect(normaliseTransition(wsTransition("b", "2026-01-01T00:00:01.000Z"))?.at).toBe("2026-01-01T00:00:01.000Z");
+    // A stream transition does not say whether the asset is monitoring only: its card does.
+    expect(normaliseTransition(wsTransition("b", "2026-01-01T00:00:01.000Z"))?.monitoring_only).toBeNull();
+    expect(normaliseTransition({ ...alertRow("c", "2026-01-01T00:00:00.000Z"), monitoring_only: true })?.monitoring_only).toBe(true);
     expect(normaliseTransition({ asset: "x" })).toBeNull();
   });
 
@@ -128,5 +133,25 @@ describe("getJson", () => {
     expect(retryAfterSecs("Wed, 21 Oct 2015 07:28:00 GMT", 4)).toBe(4);
     expect(retryAfterSecs("0")).toBe(1);
     expect(retryAfterSecs("9999")).toBe(60);
+  });
+});
+
+describe("stateSummary", () => {
+  it("counts every state (a missing or unknown one as UNKNOWN), the total and the monitoring-only assets", () => {
+    const cards: Card[] = [
+      { symbol: "A", state: "PEGGED" },
+      { symbol: "B", state: "PEGGED", monitoring_only: true },
+      { symbol: "C", state: "DEPEG", monitoring_only: true },
+      { symbol: "D", state: null },
+      { symbol: "E" },
+      { symbol: "F", state: "BOGUS" },
+      { symbol: "G", state: "BLACK_SWAN", monitoring_only: false },
+    ];
+    expect(stateSummary(cards)).toEqual({
+      total: 7,
+      counts: { PEGGED: 2, DRIFT: 0, DEPEG: 1, CRITICAL: 0, BLACK_SWAN: 1, UNKNOWN: 3 },
+      monitoringOnly: 2,
+    });
+    expect(stateSummary([])).toEqual({ total: 0, counts: { PEGGED: 0, DRIFT: 0, DEPEG: 0, CRITICAL: 0, BLACK_SWAN: 0, UNKNOWN: 0 }, monitoringOnly: 0 });
   });
 });
