@@ -96,7 +96,10 @@ describe("pages", () => {
     expect(index).toMatch(/id="filter-class"/);
     expect(index).toMatch(/id="filter-state"/);
     const asset = read(join(PUBLIC, "asset.html"));
-    for (const id of ["diagram", "countdown", "inspector", "events", "transitions"]) expect(asset).toContain(`id="${id}"`);
+    for (const id of ["diagram", "countdown", "inspector", "events", "transitions", "chart", "chart-ranges", "chart-status"]) expect(asset).toContain(`id="${id}"`);
+    // The chart panel comes first after the card: the page leads with it.
+    expect(asset.indexOf('id="chart"')).toBeLessThan(asset.indexOf('id="diagram"'));
+    expect(index).toContain('id="state-summary"');
     expect(read(join(PUBLIC, "receipt.html"))).toContain('id="verdict"');
     const indexJs = read(join(STATIC, "index.js"));
     expect(indexJs).toContain("dataset: { symbol: card.symbol }");
@@ -126,7 +129,7 @@ describe("modules", () => {
   }
 
   it("the shared modules import under Node without a DOM", async () => {
-    for (const file of ["format.js", "sparkline.js", "diagram.js", "ws.js", "model.js", "api.js", "dom.js"]) {
+    for (const file of ["format.js", "sparkline.js", "diagram.js", "ws.js", "model.js", "api.js", "dom.js", "chart.js", "chart-data.js"]) {
       await expect(import(join(STATIC, file)), file).resolves.toBeDefined();
     }
   });
