@@ -270,6 +270,7 @@ export const CONFIG_VARIABLES = [
   { name: "X402_PAY_TO", default: null, secret: false, description: "Base58 Solana address that receives the agent tools' x402 payments in USDC (into its USDC associated token account, which must exist). Setting it enables the paid MCP tools (get_peg_feed, subscribe_peg_events, simulate_depeg) at /mcp and GET /x402/peg-feed and /x402/events (docs/agents.md); the 402 challenge needs no RPC. Unset: free tools only." },
   { name: "X402_NETWORK", default: "solana", secret: false, description: "Solana cluster of the x402 payments: solana (mainnet), solana-devnet or solana-testnet, or its CAIP-2 id (solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp); the asset is that cluster's USDC." },
   { name: "X402_PRICES", default: DEFAULT_PRICES_TEXT, secret: false, description: "USDC price per call of the paid tools, comma-separated tool=price (at most 6 decimals, above 0 and at most 1); a tool not named keeps its default. /x402/peg-feed costs get_peg_feed's price, /x402/events subscribe_peg_events'." },
+  { name: "X402_ANSWER_WINDOW_HOURS", default: "24", secret: false, description: "Hours, integer 1-720, during which a settled x402 payment presented again for the same tool and arguments (or route and query) gets the answer it bought again (after a crash or a dropped connection) instead of reused; the stored answer is cleared after it." },
   { name: "X402_FACILITATOR_URL", default: null, secret: false, description: "Base URL of an x402 facilitator that verifies and settles the payments. Unset: self-facilitated: the service verifies each payment and settles it through SOLANA_RPC_URL, paying the network fee with the anchoring fee payer (ANCHOR_KEYPAIR, or the generated one; it needs SOL)." },
 ] as const satisfies readonly ConfigVariable[];
 
@@ -404,6 +405,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>, b
       network: read("X402_NETWORK", parseNetwork, X402_NETWORKS[0]!),
       prices: read("X402_PRICES", parsePrices, DEFAULT_PRICES),
       facilitatorUrl: read("X402_FACILITATOR_URL", parseHttpUrl),
+      answerWindowMs: read("X402_ANSWER_WINDOW_HOURS", integerIn(1, 720), 24) * 3_600_000,
     },
   };
   const publicUrl = read("PUBLIC_BASE_URL", parseHttpUrl);

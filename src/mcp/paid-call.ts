@@ -8,8 +8,11 @@
  *    `_meta["x402/payment-response"]`. A tool that fails gives its payment back unused (nothing is charged); a
  *    settlement that fails answers the PaymentRequired again with the failed SettleResponse in its
  *    `x402/payment-response`, never the tool's content;
- * 3. the RPC or facilitator unreachable: the tool error `payment_unavailable`; nothing is charged.
+ * 3. the RPC or facilitator unreachable: the tool error `payment_unavailable`; nothing is charged;
+ * 4. a payment already settled for the same tool and arguments (its answer lost to a crash or a dropped connection),
+ *    presented again within the answer window: the same result it bought, with the same SettleResponse.
  */
+import canonicalize from "canonicalize";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { PaidTool, PaymentGate, PaymentRequired, ResourceInfo, SettleResponse, Unavailable } from "../x402/index.ts";
 import { errorResult, failureResult, TOOL_ERROR_CODES } from "./errors.ts";
@@ -30,6 +33,11 @@ function unavailableResult(u: Unavailable): CallToolResult {
   return errorResult({ error: TOOL_ERROR_CODES.payment_unavailable, message: `${u.message}; nothing was charged: call again later (the same payment may be sent again)`, retry_after_secs: 5 });
 }
 
+/** What a paid call asks, as the gate binds a payment to it: the tool and its arguments (canonical JSON). */
+export function toolRequest(tool: string, args: unknown): string {
+  return `mcp ${tool} ${canonicalize(args) ?? "null"}`;
+}
+
 export async function paidCall(gate: PaymentGate, def: AnyToolDef, args: unknown, payment: unknown, ctx: ToolContext, onInternal?: (e: unknown) => void): Promise<CallToolResult> {
   const tool = def.paid as PaidTool;
   const resource = toolResource(def);
@@ -37,9 +45,13 @@ export async function paidCall(gate: PaymentGate, def: AnyToolDef, args: unknown
     const pr = await gate.required(tool, resource);
     return "kind" in pr ? unavailableResult(pr) : paymentRequiredResult(pr);
   }
-  const verified = await gate.verify(tool, resource, payment);
+  const verified = await gate.verify(tool, resource, payment, toolRequest(def.name, args));
   if (verified.kind === "unavailable") return unavailableResult(verified);
   if (verified.kind === "refused") return paymentRequiredResult(verified.paymentRequired);
+  if (verified.kind === "owed") {
+    await gate.delivered(verified);
+    return { ...(verified.answer as CallToolResult), _meta: { "x402/payment-response": verified.settlement } };
+  }
   let output: unknown;
   try {
     output = await def.run(args, ctx);
@@ -52,8 +64,9 @@ export async function paidCall(gate: PaymentGate, def: AnyToolDef, args: unknown
     await gate.release(verified);
     return result;
   }
-  const settled = await gate.settle(verified, resource);
+  const settled = await gate.settle(verified, resource, result);
   if (settled.kind === "unavailable") return unavailableResult(settled);
   if (settled.kind === "refused") return paymentRequiredResult(settled.paymentRequired, settled.settlement);
+  await gate.delivered(verified);
   return { ...result, _meta: { "x402/payment-response": settled.settlement } };
 }

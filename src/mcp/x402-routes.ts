@@ -12,13 +12,15 @@
  * with the data and the base64 SettleResponse in `PAYMENT-RESPONSE` (a failed settlement: 402 `settlement_failed`
  * with the failed SettleResponse in `PAYMENT-RESPONSE`, no data).
  * The Solana RPC or the facilitator unreachable: 503 `payment_unavailable` with Retry-After, nothing charged. Query
- * errors are 400 `invalid_query` before any payment is looked at.
+ * errors are 400 `invalid_query` before any payment is looked at. A payment already settled for the same route and
+ * query (its answer lost to a crash or a dropped connection), sent again within the answer window: 200 with the same
+ * data and the same `PAYMENT-RESPONSE`.
  */
 import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import { ApiError, invalidQuery } from "../http/errors.ts";
 import type { Route } from "../http/router.ts";
 import type { HttpRequest, HttpResult } from "../http/types.ts";
-import { readPaymentHeader, type PaidTool, type PaymentGate, type PaymentRequired, type Refused, type ResourceInfo, type Unavailable } from "../x402/index.ts";
+import { readPaymentHeader, type PaidTool, type PaymentGate, type PaymentRequired, type Refused, type ResourceInfo, type SettleResponse, type Unavailable } from "../x402/index.ts";
 import { okBody, type ApiCaller } from "./api.ts";
 import { EVENTS_LIMIT, EVENTS_WAIT_SECS, type TransitionEvents } from "./events.ts";
 import { ToolError } from "./errors.ts";
@@ -68,7 +70,15 @@ function intParam(q: URLSearchParams, name: string, min: number, max: number): n
   return n;
 }
 
-/** One paid answer: challenge, verify and claim, `work`, settle, deliver. */
+/** What a paid request asks, as the gate binds a payment to it: the route and its query, parameters sorted. */
+function routeRequest(req: HttpRequest): string {
+  const q = [...req.query.entries()].sort(([a, x], [b, y]) => (a < b ? -1 : a > b ? 1 : x < y ? -1 : x > y ? 1 : 0));
+  return `GET ${req.path}?${new URLSearchParams(q).toString()}`;
+}
+
+const paidResult = (data: unknown, settlement: SettleResponse): HttpResult => ({ status: 200, headers: { ...NO_STORE, "PAYMENT-RESPONSE": encodePaymentResponseHeader(settlement) }, json: data });
+
+/** One paid answer: challenge, verify and claim (or the answer already owed), `work`, settle, deliver. */
 async function paid(gate: PaymentGate, tool: PaidTool, resource: ResourceInfo, req: HttpRequest, work: () => Promise<unknown>): Promise<HttpResult> {
   const header = req.headers["payment-signature"];
   if (header === undefined) {
@@ -76,9 +86,13 @@ async function paid(gate: PaymentGate, tool: PaidTool, resource: ResourceInfo, r
     return "kind" in pr ? unavailableResult(pr) : challengeResult(pr, { error: "payment_required", message: pr.error ?? "payment required" });
   }
   const read = readPaymentHeader(header);
-  const verified = read.ok ? await gate.verify(tool, resource, read.payload) : await gate.refuse(tool, resource, read.reason, read.message);
+  const verified = read.ok ? await gate.verify(tool, resource, read.payload, routeRequest(req)) : await gate.refuse(tool, resource, read.reason, read.message);
   if (verified.kind === "unavailable") return unavailableResult(verified);
   if (verified.kind === "refused") return refusedResult(verified);
+  if (verified.kind === "owed") {
+    await gate.delivered(verified);
+    return paidResult(verified.answer, verified.settlement);
+  }
   let data: unknown;
   try {
     data = await work();
@@ -87,10 +101,11 @@ async function paid(gate: PaymentGate, tool: PaidTool, resource: ResourceInfo, r
     if (e instanceof ToolError) throw new ApiError(e.code === "not_ready" ? "not_ready" : e.code === "invalid_input" ? "invalid_query" : "internal", e.message);
     throw e;
   }
-  const settled = await gate.settle(verified, resource);
+  const settled = await gate.settle(verified, resource, data);
   if (settled.kind === "unavailable") return unavailableResult(settled);
   if (settled.kind === "refused") return refusedResult(settled);
-  return { status: 200, headers: { ...NO_STORE, "PAYMENT-RESPONSE": encodePaymentResponseHeader(settled.settlement) }, json: data };
+  await gate.delivered(verified);
+  return paidResult(data, settled.settlement);
 }
 
 export function x402Routes(deps: X402RouteDeps): Route[] {

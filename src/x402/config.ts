@@ -45,6 +45,8 @@ export interface X402Config {
   readonly prices: Readonly<Record<PaidTool, string>>;
   /** An x402 facilitator that verifies and settles; null: self-facilitated through SOLANA_RPC_URL. */
   readonly facilitatorUrl: string | null;
+  /** How long a settled payment's answer is owed to the same payment presented again, ms (X402_ANSWER_WINDOW_HOURS). */
+  readonly answerWindowMs: number;
 }
 
 type Parsed<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly expected: string };

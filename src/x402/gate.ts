@@ -8,25 +8,38 @@
  *   so a replay, or a second request racing the first, is refused with `reused`, durably;
  * - the facilitator's refusal codes become this server's reasons (amount, mint, recipient, signature, expired,
  *   instructions, simulation, ...) in the PaymentRequired's `error`, with the library's code for detail;
- * - an RPC or facilitator that does not answer gives the claim back and answers `unavailable`: nothing was charged.
+ * - an RPC or facilitator that does not answer gives the claim back and answers `unavailable`: nothing was charged;
+ * - the answer is stored before the settlement is sent, so a settled payment presented again for the same request
+ *   gets its answer (`Owed`) within the answer window, across crashes and restarts; what a crash leaves unfinished is
+ *   reconciled at start and while payments come in (src/x402/reconcile.ts).
  */
+import { createHash, randomUUID } from "node:crypto";
 import type { PaymentRequirements } from "@x402/core/types";
 import { x402ResourceServer, type FacilitatorClient } from "@x402/core/server";
 import { getBase64Encoder, getTransactionDecoder } from "@solana/kit";
 import { transactionMessageHash } from "@x402/svm";
 import { ExactSvmScheme } from "@x402/svm/exact/server";
 import type { Clock } from "../clock.ts";
-import { claimPayment, finishPayment, paymentByKey, releasePayment, type Executor } from "../store/index.ts";
+import { claimPayment, countOwed, finishPayment, markServed, paymentByKey, recordAnswer, releasePayment, type Executor, type PaymentRecord } from "../store/index.ts";
 import { PAID_TOOLS, USDC_DECIMALS, priceAtomic, type PaidTool, type X402Config } from "./config.ts";
 import { withTrouble } from "./facilitator.ts";
 import type { X402Metrics } from "./metrics.ts";
 import { readPayment } from "./payload.ts";
-import type { PaymentGate, PaymentPayload, PaymentRequired, RefusalReason, Refused, ResourceInfo, SettleResponse, Settled, Ticket, Unavailable } from "./types.ts";
+import type { SettlementProbe } from "./probe.ts";
+import { DEFAULT_CLAIM_GRACE_MS, finishSettling, holderId, reconcilePass, type ReconcileDeps } from "./reconcile.ts";
+import type { Owed, PaymentGate, PaymentPayload, PaymentRequired, RefusalReason, Refused, ResourceInfo, SettleResponse, Settled, Ticket, Unavailable } from "./types.ts";
+
+/** How often, at most, a reconciliation pass runs while payments come in. */
+const PASS_EVERY_MS = 60_000;
 
 export interface GateOptions {
   /** The x402 configuration; `payTo` must be set. */
   readonly config: X402Config;
   readonly facilitator: FacilitatorClient;
+  /** Where a settlement stands on chain (src/x402/probe.ts), for what a crash left `settling`. */
+  readonly probe: SettlementProbe;
+  /** How long a claim may stay unfinished before a pass gives it back, ms. Default 2 min. */
+  readonly claimGraceMs?: number;
   /** Where the payment ledger is. */
   readonly db: Executor;
   readonly clock: Clock;
@@ -92,6 +105,40 @@ export async function createPaymentGate(opts: GateOptions): Promise<PaymentGate>
   const server = new x402ResourceServer(opts.facilitator).register(network.caip2, new ExactSvmScheme());
   const maxTimeoutSeconds = opts.maxTimeoutSeconds ?? 60;
   const amounts = Object.fromEntries(PAID_TOOLS.map((t) => [t, priceAtomic(config.prices[t])])) as Record<PaidTool, bigint>;
+  const answerWindowMs = config.answerWindowMs;
+  const holder = holderId(randomUUID());
+  const ledger: ReconcileDeps = {
+    db,
+    clock,
+    facilitator: opts.facilitator,
+    probe: opts.probe,
+    holder,
+    network: network.caip2,
+    claimGraceMs: opts.claimGraceMs ?? DEFAULT_CLAIM_GRACE_MS,
+    answerWindowMs,
+    ...(opts.metrics === undefined ? {} : { metrics: opts.metrics }),
+    ...(opts.log === undefined ? {} : { log: opts.log }),
+  };
+  if (opts.metrics !== undefined) opts.metrics.owedSource = () => countOwed(db, clock.now() - answerWindowMs);
+
+  // Reconciliation: once at start (awaited by startPayments), then at most every PASS_EVERY_MS while payments come in.
+  let lastPass = Number.NEGATIVE_INFINITY;
+  let passing: Promise<void> | null = null;
+  const pass = (): Promise<void> =>
+    (passing ??= reconcilePass(ledger)
+      .then(
+        () => undefined,
+        (e: unknown) => opts.log?.("warn", "x402 reconciliation pass failed; it runs again later", { error: e instanceof Error ? e.message : String(e) }),
+      )
+      .finally(() => {
+        lastPass = clock.now();
+        passing = null;
+      }));
+  /** Keys this process is settling right now (a `settling` row not in here is unfinished: the chain decides). */
+  const settling = new Set<string>();
+  const maybePass = (): void => {
+    if (clock.now() - lastPass >= PASS_EVERY_MS) void pass();
+  };
 
   // The facilitator's capabilities (its fee payer) are read once; a remote facilitator that does not answer at start
   // is asked again at the next call.
@@ -152,17 +199,33 @@ export async function createPaymentGate(opts: GateOptions): Promise<PaymentGate>
   });
 
   /**
-   * What a client whose claim failed should do, by the ledger's state of the payment: one that another request holds
-   * (`claimed`) may still be given back (that request answers `unavailable`), so the client waits for that answer and
-   * may send the same payment again; only a finished one (settled, refused, failed, unconfirmed) asks for a new one.
+   * A payment presented again (its claim failed): a settled one bought for this same request, within the answer
+   * window, is owed its answer; otherwise what the client should do, by the ledger's state of the payment. One that
+   * another request holds (`claimed`) may still be given back (that request answers `unavailable`), so the client
+   * waits for that answer and may send the same payment again; one being settled gets its answer once settled (a
+   * settlement another process left unfinished is finished here, by the chain); only a finished one (settled for
+   * another request or long ago, refused, failed, unconfirmed) asks for a new one.
    */
-  async function whyTaken(key: string): Promise<string> {
-    const known = await paymentByKey(db, key);
-    if (known === undefined) return "another request had it and gave it back just now (it answered unavailable): send this same payment again";
-    if (known.status === "claimed") {
-      return "another request is handling this payment right now: wait for that request's answer; if it answered unavailable, send this same payment again (no new payment is needed)";
+  async function presentedAgain(tool: PaidTool, key: string, request: string): Promise<Owed | { kind: "taken"; why: string }> {
+    let known: PaymentRecord | undefined = await paymentByKey(db, key);
+    if (known?.status === "settling" && !settling.has(key)) {
+      await finishSettling(ledger, known);
+      known = await paymentByKey(db, key);
     }
-    return `a payment pays for one call, and this one is finished (${known.status}): create a new one for this call`;
+    const taken = (why: string) => ({ kind: "taken" as const, why });
+    if (known === undefined) return taken("another request had it and gave it back just now (it answered unavailable): send this same payment again");
+    if (known.status === "claimed") {
+      return taken("another request is handling this payment right now: wait for that request's answer; if it answered unavailable, send this same payment again (no new payment is needed)");
+    }
+    if (known.status === "settling") return taken("this payment is being settled right now: send this same payment again in a few seconds to get its answer (no new payment is needed)");
+    if ((known.status === "settled" || known.status === "served") && known.answer !== null && known.settlement !== null) {
+      if (known.request !== request) return taken("a payment pays for one call, and this one bought the answer to another request (other arguments or query): create a new one for this call");
+      if (clock.now() - known.created_at <= answerWindowMs) {
+        opts.metrics?.served.inc({ tool });
+        return { kind: "owed", tool, key, answer: JSON.parse(known.answer) as unknown, settlement: JSON.parse(known.settlement) as SettleResponse };
+      }
+    }
+    return taken(`a payment pays for one call, and this one is finished (${known.status}): create a new one for this call`);
   }
 
   /** Which field of `accepted` differs from the requirements (the most specific reason). */
@@ -175,6 +238,36 @@ export async function createPaymentGate(opts: GateOptions): Promise<PaymentGate>
     return { reason: "requirements_mismatch", detail: "accepted does not repeat the PaymentRequired's accepts entry (maxTimeoutSeconds, extra.feePayer): pay exactly what it lists" };
   }
 
+  /** The settlement of a payment whose answer is stored (`settling`). */
+  async function settleStored(t: VerifiedTicket, resource: ResourceInfo): Promise<Settled | Refused | Unavailable> {
+    const r = await withTrouble(() => opts.facilitator.settle(t.payload, t.requirements));
+    const pending = "error" in r || r.value.errorReason === "settlement_pending";
+    if (pending) {
+      // Sent, or perhaps sent, and not confirmed: it may still land. The row stays `settling` with its answer; the
+      // chain decides at the next look (this payment presented again, or a reconciliation pass).
+      const why = `${"error" in r ? (r.trouble.unavailable ?? "the settlement got no answer") : "the settlement was not confirmed in time"}; if it lands, this same payment gets its answer: send it again in a few seconds`;
+      return refuse(t.tool, resource, "settlement", why, failedSettlement("error" in r ? "settle_unanswered" : "settlement_pending", "error" in r ? { errorMessage: why } : r.value));
+    }
+    const s = r.value;
+    if (!s.success) {
+      const sent = s.transaction !== "";
+      if (!sent && r.trouble.unavailable !== null) {
+        if (await releasePayment(db, t.key, "settling")) opts.metrics?.released.inc({ why: "unavailable" });
+        return unavailable(r.trouble.unavailable);
+      }
+      const reason = reasonOf(s.errorReason, s.errorMessage);
+      const status = sent ? "failed" : "refused";
+      await finishPayment(db, t.key, { status, at: clock.now(), payer: s.payer ?? null, tx_sig: sent ? s.transaction : null, reason: s.errorReason ?? reason });
+      return refuse(t.tool, resource, reason, `${s.errorReason ?? "settlement failed"}${s.errorMessage === undefined ? "" : ` (${s.errorMessage})`}${sent ? `; transaction ${s.transaction}` : ""}`, failedSettlement(s.errorReason ?? reason, s));
+    }
+    await finishPayment(db, t.key, { status: "settled", at: clock.now(), payer: s.payer ?? t.payer, tx_sig: s.transaction, settlement: JSON.stringify(s) });
+    opts.metrics?.paidCalls.inc({ tool: t.tool });
+    opts.metrics?.receivedUsdc.inc({ tool: t.tool }, Number(t.amount) / 10 ** USDC_DECIMALS);
+    opts.log?.("info", "x402 payment settled", { tool: t.tool, payer: s.payer ?? t.payer, tx: s.transaction, usdc: usdc(t.amount) });
+    return { kind: "settled", settlement: s };
+  }
+
+
   return {
     prices: config.prices,
 
@@ -185,7 +278,9 @@ export async function createPaymentGate(opts: GateOptions): Promise<PaymentGate>
 
     refuse,
 
-    async verify(tool, resource, payment) {
+    async verify(tool, resource, payment, requestText) {
+      maybePass();
+      const request = createHash("sha256").update(requestText).digest("hex");
       const read = readPayment(payment);
       if (!read.ok) return refuse(tool, resource, read.reason, read.message);
       const p = read.payload;
@@ -219,12 +314,13 @@ export async function createPaymentGate(opts: GateOptions): Promise<PaymentGate>
         return refuse(tool, resource, "malformed", "payload.transaction is not a base64 Solana transaction");
       }
       const amount = amounts[tool];
-      if (!(await claimPayment(db, { key, tool, network: network.caip2, amount, at: clock.now() }))) {
-        return refuse(tool, resource, "reused", await whyTaken(key));
+      if (!(await claimPayment(db, { key, tool, network: network.caip2, amount, at: clock.now(), holder }))) {
+        const again = await presentedAgain(tool, key, request);
+        return again.kind === "owed" ? again : refuse(tool, resource, "reused", again.why);
       }
       const r = await withTrouble(() => opts.facilitator.verify(p, match));
       if (r.trouble.unavailable !== null || "error" in r) {
-        await releasePayment(db, key);
+        if (await releasePayment(db, key)) opts.metrics?.released.inc({ why: "unavailable" });
         if ("error" in r && r.trouble.unavailable === null) opts.log?.("error", "x402 verification failed unexpectedly", { error: r.error instanceof Error ? r.error.message : String(r.error) });
         return unavailable(r.trouble.unavailable ?? "the payment could not be verified right now");
       }
@@ -234,40 +330,50 @@ export async function createPaymentGate(opts: GateOptions): Promise<PaymentGate>
         await finishPayment(db, key, { status: "refused", at: clock.now(), payer: v.payer ?? null, reason: v.invalidReason ?? reason });
         return refuse(tool, resource, reason, `${v.invalidReason ?? "invalid"}${v.invalidMessage === undefined ? "" : ` (${v.invalidMessage})`}`);
       }
-      const ticket: VerifiedTicket = { kind: "verified", tool, key, payer: v.payer ?? "", payload: p, requirements: match, amount };
+      const ticket: VerifiedTicket = { kind: "verified", tool, key, payer: v.payer ?? "", request, payload: p, requirements: match, amount };
       return ticket;
     },
 
     async release(ticket) {
-      await releasePayment(db, ticket.key);
+      if (await releasePayment(db, ticket.key)) opts.metrics?.released.inc({ why: "work_failed" });
     },
 
-    async settle(ticket, resource): Promise<Settled | Refused | Unavailable> {
+    async settle(ticket, resource, answer): Promise<Settled | Refused | Unavailable> {
       const t = ticket as VerifiedTicket;
-      const r = await withTrouble(() => opts.facilitator.settle(t.payload, t.requirements));
-      if ("error" in r) {
-        // A facilitator that did not answer a settle may still have settled: the payment is not accepted again.
-        await finishPayment(db, t.key, { status: "unconfirmed", at: clock.now(), reason: "settle_unanswered" });
-        const why = `${r.trouble.unavailable ?? "the settlement failed"}; its outcome is unknown, so this payment is not accepted again`;
-        return refuse(t.tool, resource, "settlement", why, failedSettlement("settle_unanswered", { errorMessage: why }));
+      // The answer first: once the settlement may be sent, a crash must leave what the next start needs to owe it.
+      let txSig: string | null = null;
+      try {
+        txSig = await opts.probe.transactionId(t.payload);
+      } catch {
+        txSig = null; // not readable: the chain is asked by the settlement's own answer only
       }
-      const s = r.value;
-      if (!s.success) {
-        const sent = s.transaction !== "";
-        if (!sent && r.trouble.unavailable !== null) {
-          await releasePayment(db, t.key);
-          return unavailable(r.trouble.unavailable);
-        }
-        const reason = reasonOf(s.errorReason, s.errorMessage);
-        const status = s.errorReason === "settlement_pending" ? "unconfirmed" : sent ? "failed" : "refused";
-        await finishPayment(db, t.key, { status, at: clock.now(), payer: s.payer ?? null, tx_sig: sent ? s.transaction : null, reason: s.errorReason ?? reason });
-        return refuse(t.tool, resource, reason, `${s.errorReason ?? "settlement failed"}${s.errorMessage === undefined ? "" : ` (${s.errorMessage})`}${sent ? `; transaction ${s.transaction}` : ""}`, failedSettlement(s.errorReason ?? reason, s));
+      const stored = await recordAnswer(db, t.key, {
+        request: t.request,
+        answer: JSON.stringify(answer),
+        payload: JSON.stringify(t.payload),
+        requirements: JSON.stringify(t.requirements),
+        payer: t.payer,
+        tx_sig: txSig,
+        at: clock.now(),
+      });
+      if (!stored) return unavailable("this payment's claim was given back while the work ran (it was idle too long); nothing was charged");
+      settling.add(t.key);
+      try {
+        return await settleStored(t, resource);
+      } finally {
+        settling.delete(t.key);
       }
-      await finishPayment(db, t.key, { status: "settled", at: clock.now(), payer: s.payer ?? t.payer, tx_sig: s.transaction });
-      opts.metrics?.paidCalls.inc({ tool: t.tool });
-      opts.metrics?.receivedUsdc.inc({ tool: t.tool }, Number(t.amount) / 10 ** USDC_DECIMALS);
-      opts.log?.("info", "x402 payment settled", { tool: t.tool, payer: s.payer ?? t.payer, tx: s.transaction, usdc: usdc(t.amount) });
-      return { kind: "settled", settlement: s };
     },
+
+    async delivered(paid) {
+      try {
+        await markServed(db, paid.key, clock.now());
+      } catch (e) {
+        // The answer goes out all the same; the row stays `settled` (owed), which only means it may be served again.
+        opts.log?.("warn", "x402 payment could not be marked served", { key: paid.key, error: e instanceof Error ? e.message : String(e) });
+      }
+    },
+
+    reconcile: pass,
   };
 }

@@ -4,6 +4,7 @@
  * the anchoring fee payer (ANCHOR_KEYPAIR, or the key generated and sealed in the store), whose address is logged so
  * the operator can fund it. Building the 402 challenge needs no RPC.
  */
+import type { KeyPairSigner } from "@solana/kit";
 import { openFeePayer } from "../anchor/index.ts";
 import type { Clock } from "../clock.ts";
 import type { SecretBox } from "../secret-box.ts";
@@ -11,6 +12,7 @@ import type { Executor } from "../store/index.ts";
 import type { X402Config } from "./config.ts";
 import { localFacilitator, remoteFacilitator } from "./facilitator.ts";
 import { createPaymentGate } from "./gate.ts";
+import { chainProbe } from "./probe.ts";
 import { x402Metrics, type X402Metrics } from "./metrics.ts";
 import type { PaymentGate } from "./types.ts";
 
@@ -38,14 +40,24 @@ export async function startPayments(opts: StartPaymentsOptions): Promise<Payment
   if (config.payTo === null) return null;
   const metrics = x402Metrics();
   let facilitator;
-  let feePayer: string | null = null;
+  let signer: KeyPairSigner | null = null;
   if (config.facilitatorUrl !== null) facilitator = remoteFacilitator(config.facilitatorUrl);
   else {
-    const signer = await openFeePayer(opts.db, opts.keypairPath, opts.clock.now(), opts.secrets);
-    feePayer = signer.address;
+    signer = await openFeePayer(opts.db, opts.keypairPath, opts.clock.now(), opts.secrets);
     facilitator = localFacilitator({ feePayer: signer, rpcUrl: opts.rpcUrl, network: config.network });
   }
-  const gate = await createPaymentGate({ config, facilitator, db: opts.db, clock: opts.clock, metrics, ...(opts.log === undefined ? {} : { log: opts.log }) });
+  const feePayer = signer?.address ?? null;
+  const gate = await createPaymentGate({
+    config,
+    facilitator,
+    probe: chainProbe({ rpcUrl: opts.rpcUrl, feePayer: signer }),
+    db: opts.db,
+    clock: opts.clock,
+    metrics,
+    ...(opts.log === undefined ? {} : { log: opts.log }),
+  });
+  // What a crash left in the ledger is finished before the first payment is taken (src/x402/reconcile.ts).
+  await gate.reconcile();
   opts.log?.("info", "x402 paid tools on", {
     pay_to: config.payTo,
     network: config.network.name,

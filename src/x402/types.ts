@@ -70,6 +70,21 @@ export interface Ticket {
   /** The ledger key (SHA-256 of the transaction message). */
   readonly key: string;
   readonly payer: string;
+  /** SHA-256 (hex) of the request this payment pays for (see `PaymentGate.verify`). */
+  readonly request: string;
+}
+
+/**
+ * A payment already settled for this same request, presented again within the answer window: the answer it bought
+ * (stored before the settlement was sent) and its SettleResponse. Nothing is charged again.
+ */
+export interface Owed {
+  readonly kind: "owed";
+  readonly tool: PaidTool;
+  readonly key: string;
+  /** The answer as the transport stored it (`settle`'s `answer`). */
+  readonly answer: unknown;
+  readonly settlement: SettleResponse;
 }
 
 export interface Settled {
@@ -85,10 +100,21 @@ export interface PaymentGate {
   required(tool: PaidTool, resource: ResourceInfo, error?: string): Promise<PaymentRequired | Unavailable>;
   /** The refusal of a payment the transport could not even read (a PAYMENT-SIGNATURE header that is not base64 JSON). */
   refuse(tool: PaidTool, resource: ResourceInfo, reason: RefusalReason, detail: string): Promise<Refused | Unavailable>;
-  /** Checks a payment (any JSON value: it is validated here) and claims it for this call. */
-  verify(tool: PaidTool, resource: ResourceInfo, payment: unknown): Promise<Ticket | Refused | Unavailable>;
+  /**
+   * Checks a payment (any JSON value: it is validated here) and claims it for this call. `request` names what is
+   * asked (the tool and its arguments, or the route and its query): a payment settled for the same request is `Owed`
+   * its answer again; for another request it is refused as reused.
+   */
+  verify(tool: PaidTool, resource: ResourceInfo, payment: unknown, request: string): Promise<Ticket | Owed | Refused | Unavailable>;
   /** Gives a claimed payment back unused (the work failed before any result went out): nothing is charged. */
   release(ticket: Ticket): Promise<void>;
-  /** Settles a claimed payment; only a settled payment releases the call's result. */
-  settle(ticket: Ticket, resource: ResourceInfo): Promise<Settled | Refused | Unavailable>;
+  /**
+   * Settles a claimed payment; only a settled payment releases the call's result. `answer` (JSON) is stored before
+   * the settlement is sent: from then on the answer is owed to this payment, whatever happens to this process.
+   */
+  settle(ticket: Ticket, resource: ResourceInfo, answer: unknown): Promise<Settled | Refused | Unavailable>;
+  /** The answer of a settled (or owed) payment was handed to the transport. */
+  delivered(paid: Ticket | Owed): Promise<void>;
+  /** Finishes what a crash left in the ledger (src/x402/reconcile.ts); also runs by itself while payments come in. */
+  reconcile(): Promise<void>;
 }

@@ -10,9 +10,11 @@
  * - Methods the x402 libraries call: `getAccountInfo` (the payer reads the mint), `getLatestBlockhash`,
  *   `simulateTransaction` (the facilitator's verification: the transaction's own blockhash, no signature check, the
  *   error in `value.err`), `sendTransaction` (every signature verified, Ed25519; executed at the next block; a
- *   transaction whose execution fails lands with its error), `getSignatureStatuses` (confirmed one block later).
+ *   transaction whose execution fails lands with its error), `getSignatureStatuses` (confirmed one block later),
+ *   `isBlockhashValid` (what a restarted service asks of a settlement it may have sent).
  *
- * Tests steer it: stop answering (connection refused), answer HTTP 503, drop sends, expire blockhashes.
+ * Tests steer it: stop answering (connection refused), answer HTTP 503, drop sends, expire blockhashes, run a hook
+ * when a transaction is sent (to kill the sender right then).
  */
 import { createPublicKey, randomBytes, verify } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -65,6 +67,11 @@ export interface LocalTokenNode {
   setHealth(h: "up" | "down" | "503"): Promise<void>;
   /** Makes every blockhash issued so far unknown (as after ~150 blocks). */
   expireBlockhashes(): void;
+  /**
+   * Called with each transaction's signature once `sendTransaction` has accepted it (it lands at the next block),
+   * before the answer is written: a test kills the sender here to crash it between send and confirmation.
+   */
+  onSend(hook: ((signature: string) => void) | null): void;
   landed(): LandedPayment[];
   readonly calls: Record<string, number>;
   close(): Promise<void>;
@@ -200,6 +207,7 @@ export async function startLocalTokenNode(opts: { mint: string; otherMints?: rea
     }
   };
   const ctx = () => ({ apiVersion: "2.2.0", slot });
+  let sendHook: ((signature: string) => void) | null = null;
 
   function handle(method: string, params: unknown[]): unknown {
     switch (method) {
@@ -207,6 +215,10 @@ export async function startLocalTokenNode(opts: { mint: string; otherMints?: rea
         return { context: ctx(), value: { blockhash: latestHash, lastValidBlockHeight: height + 150 } };
       case "getBlockHeight":
         return height;
+      case "isBlockhashValid": {
+        const known = hashes.get(String(params[0]));
+        return { context: ctx(), value: known !== undefined && height <= known + 150 };
+      }
       case "getSlot":
         return slot;
       case "getBalance":
@@ -238,6 +250,7 @@ export async function startLocalTokenNode(opts: { mint: string; otherMints?: rea
         if (bySig.has(signature)) return signature;
         bySig.set(signature, { slot: null, err: null, payment: null });
         pending.push({ signature, wire: Buffer.from(params[0] as string, "base64") });
+        sendHook?.(signature);
         return signature;
       }
       case "getSignatureStatuses": {
@@ -319,6 +332,9 @@ export async function startLocalTokenNode(opts: { mint: string; otherMints?: rea
     },
     expireBlockhashes: () => {
       for (const k of hashes.keys()) hashes.set(k, -1_000);
+    },
+    onSend: (hook) => {
+      sendHook = hook;
     },
     landed: () => [...landedPayments],
     calls,

@@ -28,6 +28,7 @@ describe("x402 configuration", () => {
       network: { caip2: "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", name: "solana", usdcMint: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v" },
       prices: { get_peg_feed: "0.001", subscribe_peg_events: "0.0005", simulate_depeg: "0.001" },
       facilitatorUrl: null,
+      answerWindowMs: 24 * 3_600_000,
     });
     for (const p of Object.values(DEFAULT_PRICES)) expect(priceAtomic(p) >= 500n && priceAtomic(p) <= 1000n).toBe(true);
   });

@@ -28,7 +28,7 @@ import type { FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { ExactSvmScheme } from "@x402/svm/exact/client";
 import { Registry } from "prom-client";
-import { systemClock } from "../../src/clock.ts";
+import { systemClock, type Clock } from "../../src/clock.ts";
 import { parseConfig } from "../../src/config.ts";
 import { publicRoutes } from "../../src/http/routes/index.ts";
 import { Router } from "../../src/http/router.ts";
@@ -39,6 +39,7 @@ import type { EventPage, TransitionEvents } from "../../src/mcp/events.ts";
 import { serverFor } from "../../src/mcp/server.ts";
 import { x402Routes } from "../../src/mcp/x402-routes.ts";
 import { openStore, type Store } from "../../src/store/index.ts";
+import { chainProbe } from "../../src/x402/probe.ts";
 import { createPaymentGate, localFacilitator, registerX402Metrics, x402Metrics, type PaymentGate, type X402Config, type X402Metrics } from "../../src/x402/index.ts";
 import { catalog, fakeReadModel } from "../http/fixtures.ts";
 import { ataOf, COMPUTE_BUDGET_PROGRAM, MEMO_PROGRAMS, startLocalTokenNode, TOKEN_PROGRAM, type LocalTokenNode } from "../support/solana-token-rpc.ts";
@@ -66,8 +67,11 @@ export interface X402Harness {
   http(path: string, headers?: Record<string, string>): Promise<{ status: number; headers: Record<string, string>; body: Obj }>;
   /** A second gate over the same store (a restarted process: no in-memory state survives). */
   restartedGate(): Promise<PaymentGate>;
-  /** A gate over the same store and node whose facilitator is `wrap` of the local one (to make it fail or wait). */
-  gateWith(wrap: (f: FacilitatorClient) => FacilitatorClient): Promise<PaymentGate>;
+  /**
+   * A gate over the same store and node whose facilitator is `wrap` of the local one (to make it fail or wait), with
+   * its own clock or claim grace if given.
+   */
+  gateWith(wrap: (f: FacilitatorClient) => FacilitatorClient, opts?: { clock?: Clock; claimGraceMs?: number; metrics?: X402Metrics }): Promise<PaymentGate>;
   /** An MCP client of the agent server whose paid tools go through `gate`. */
   mcpVia(gate: PaymentGate): Promise<Client>;
   /** Runs one GET against the /x402 routes served by `gate`. */
@@ -108,12 +112,14 @@ export async function startHarness(): Promise<X402Harness> {
   const metrics = x402Metrics();
   const registry = new Registry();
   registerX402Metrics(metrics, registry);
-  const makeGate = (m?: X402Metrics, wrap: (f: FacilitatorClient) => FacilitatorClient = (f) => f) =>
+  const makeGate = (m?: X402Metrics, wrap: (f: FacilitatorClient) => FacilitatorClient = (f) => f, o: { clock?: Clock; claimGraceMs?: number } = {}) =>
     createPaymentGate({
       config,
       facilitator: wrap(localFacilitator({ feePayer, rpcUrl: node.url, network: config.network, timeoutMs: RPC_DEADLINE_MS })),
+      probe: chainProbe({ rpcUrl: node.url, feePayer, timeoutMs: RPC_DEADLINE_MS }),
       db: store.db,
-      clock: systemClock,
+      clock: o.clock ?? systemClock,
+      ...(o.claimGraceMs === undefined ? {} : { claimGraceMs: o.claimGraceMs }),
       ...(m === undefined ? {} : { metrics: m }),
     });
   const gate = await makeGate(metrics);
@@ -161,7 +167,7 @@ export async function startHarness(): Promise<X402Harness> {
     mcp,
     http: (path, headers = {}) => get(router, path, headers),
     restartedGate: () => makeGate(),
-    gateWith: (wrap) => makeGate(undefined, wrap),
+    gateWith: (wrap, o) => makeGate(o?.metrics, wrap, o),
     httpVia: (g, path, headers = {}) => get(routerFor(g), path, headers),
     mcpVia: mcpFor,
     async newPayer(amount) {

@@ -7,7 +7,9 @@
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, x402HTTPClient } from "@x402/core/http";
 import type { PaymentRequired, SettleResponse } from "@x402/core/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { toolRequest } from "../../src/mcp/paid-call.ts";
 import { paymentByKey } from "../../src/store/index.ts";
+import { chainProbe } from "../../src/x402/probe.ts";
 import { callTool, challenge, header, metricValue, paymentRequiredOf, reasonOf, startHarness, type Obj, type X402Harness } from "./harness.ts";
 
 let h: X402Harness;
@@ -66,14 +68,20 @@ describe("over MCP (tool-result binding)", () => {
     expect(await balances()).toEqual({ payer: before.payer - 1000n, payTo: before.payTo + 1000n });
     expect(await metricValue(h.registry, "peg_oracle_x402_paid_calls_total", 'tool="get_peg_feed"')).toBeGreaterThanOrEqual(1);
 
-    // Replayed: refused with `reused`, nothing moves, no result.
-    const replay = paymentRequiredOf(await callTool(h, "get_peg_feed", {}, payment));
-    expect(reasonOf(replay)).toBe("reused");
+    // Presented again for the same call (its answer lost on the way, say): the answer it bought, the same settlement,
+    // nothing moves; a restarted process (a new gate over the same store) answers the same.
+    const replay = await callTool(h, "get_peg_feed", {}, payment);
+    expect(replay.isError).toBeFalsy();
+    expect(replay.structuredContent).toEqual(r.structuredContent);
+    expect((replay._meta as Obj)["x402/payment-response"]).toEqual(settlement);
     expect(await balances()).toEqual({ payer: before.payer - 1000n, payTo: before.payTo + 1000n });
-    // A restarted process (a new gate over the same store) refuses it too.
     const restarted = await h.restartedGate();
-    const again = await restarted.verify("get_peg_feed", { url: "mcp://tool/get_peg_feed" }, payment);
-    expect(again).toMatchObject({ kind: "refused", reason: "reused" });
+    const again = await restarted.verify("get_peg_feed", { url: "mcp://tool/get_peg_feed" }, payment, toolRequest("get_peg_feed", {}));
+    expect(again).toMatchObject({ kind: "owed", settlement });
+    // For other arguments it is spent: a payment pays for one call.
+    const other = await restarted.verify("get_peg_feed", { url: "mcp://tool/get_peg_feed" }, payment, toolRequest("get_peg_feed", { other: "arguments" }));
+    expect(other).toMatchObject({ kind: "refused", reason: "reused" });
+    expect(await balances()).toEqual({ payer: before.payer - 1000n, payTo: before.payTo + 1000n });
   });
 
   it("runs the other paid tools; a tool that fails gives the payment back unused", async () => {
@@ -101,8 +109,10 @@ describe("over MCP (tool-result binding)", () => {
     const pr = await challenge(h, "get_peg_feed");
     const payment = await h.pay.createPaymentPayload(pr);
     const results = await Promise.all(Array.from({ length: 6 }, () => callTool(h, "get_peg_feed", {}, payment)));
+    // One settlement: each result is its answer (a call after the settlement is owed it), or `reused` while in flight.
     const ok = results.filter((r) => r.isError !== true);
-    expect(ok).toHaveLength(1);
+    expect(ok.length).toBeGreaterThanOrEqual(1);
+    for (const r of ok) expect([r.structuredContent, r._meta]).toEqual([ok[0]!.structuredContent, ok[0]!._meta]);
     for (const r of results.filter((x) => x.isError === true)) expect(reasonOf(paymentRequiredOf(r))).toBe("reused");
     expect(await balances()).toEqual({ payer: before.payer - 1000n, payTo: before.payTo + 1000n });
   });
@@ -150,14 +160,21 @@ describe("over HTTP (402, PAYMENT-SIGNATURE, PAYMENT-RESPONSE)", () => {
     expect(settlement).toEqual(decodePaymentResponseHeader(paid.headers["payment-response"]!));
     expect(settlement).toMatchObject({ success: true, payer: h.payer.address });
     expect(await balances()).toEqual({ payer: before.payer - 1000n, payTo: before.payTo + 1000n });
-    // The ledger keeps it, settled, with its transaction.
+    // The ledger keeps it, settled and its answer handed out, with its transaction.
     const { transactionMessageHash, decodeTransactionFromPayload } = await import("@x402/svm");
     const key = transactionMessageHash(decodeTransactionFromPayload(payload.payload as { transaction: string }));
-    expect(await paymentByKey(h.store.db, key)).toMatchObject({ status: "settled", tool: "get_peg_feed", amount: 1000n, tx_sig: settlement.transaction, payer: h.payer.address });
+    expect(await paymentByKey(h.store.db, key)).toMatchObject({ status: "served", tool: "get_peg_feed", amount: 1000n, tx_sig: settlement.transaction, payer: h.payer.address });
 
+    // Its settlement's id is known before it is sent (the fee payer's deterministic signature): what a restarted
+    // process asks the chain for.
+    expect(await chainProbe({ rpcUrl: h.node.url, feePayer: h.feePayer }).transactionId(payload)).toBe(settlement.transaction);
+
+    // Sent again (the answer lost on the way): the same data and settlement, nothing charged again.
     const replay = await h.http("/x402/peg-feed", client.encodePaymentSignatureHeader(payload));
-    expect(replay.status).toBe(402);
-    expect(replay.body).toMatchObject({ error: "payment_refused", reason: "reused" });
+    expect(replay.status).toBe(200);
+    expect(replay.body).toEqual(paid.body);
+    expect(decodePaymentResponseHeader(replay.headers["payment-response"]!)).toEqual(settlement);
+    expect(await balances()).toEqual({ payer: before.payer - 1000n, payTo: before.payTo + 1000n });
   });
 
   it("GET /x402/events: checks the query before any payment, then serves transitions after the cursor", async () => {

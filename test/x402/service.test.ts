@@ -2,7 +2,9 @@
  * x402 in the running service (`peg-oracle serve` child process, PostgreSQL and nats-server of the test's own,
  * SOLANA_RPC_URL at the local token node, X402_PAY_TO set, the fee payer from ANCHOR_KEYPAIR): a paid MCP tool over
  * Streamable HTTP and the /x402 routes over real HTTP answer the challenge unpaid and their data once paid by the x402
- * client library; /metrics counts it; a payment accepted before a restart is refused after it.
+ * client library; /metrics counts it; a paid answer is never lost: a payment presented again after a restart gets the
+ * answer it bought, and a service killed right after it sent the settlement owes that answer once restarted, the payer
+ * charged once.
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -12,7 +14,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createKeyPairSignerFromPrivateKeyBytes, type KeyPairSigner } from "@solana/kit";
-import { x402HTTPClient } from "@x402/core/http";
+import { decodePaymentResponseHeader, x402HTTPClient } from "@x402/core/http";
 import type { PaymentRequired, SettleResponse } from "@x402/core/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNats, type TestNats } from "../support/nats.ts";
@@ -57,6 +59,15 @@ async function start(): Promise<void> {
   await service.started();
   const serving = service.lines().find((l) => l["msg"] === "serving")!;
   base = `http://127.0.0.1:${String(serving["port"])}`;
+}
+
+/** Polls `cond` every 50 ms (up to 30 s). */
+async function until(cond: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("condition not met in 30 s");
 }
 
 async function stop(): Promise<void> {
@@ -132,6 +143,7 @@ describe("the running service with X402_PAY_TO", () => {
   }, 60_000);
 
   let replay: Record<string, string> = {};
+  let bought: { body: unknown; settlement: SettleResponse } | null = null;
 
   it("GET /x402/peg-feed over the wire: 402 with PAYMENT-REQUIRED, then 200 with PAYMENT-RESPONSE", async () => {
     const first = await fetch(`${base}/x402/peg-feed`);
@@ -147,7 +159,9 @@ describe("the running service with X402_PAY_TO", () => {
     expect(paid.status).toBe(200);
     const settlement: SettleResponse = http.getPaymentSettleResponse((n) => paid.headers.get(n));
     expect(settlement).toMatchObject({ success: true, payer: payer.address });
-    expect(((await paid.json()) as Obj)["count"]).toBeGreaterThan(60);
+    const body = (await paid.json()) as Obj;
+    expect(body["count"]).toBeGreaterThan(60);
+    bought = { body, settlement };
     expect(await node.tokens(payTo.address)).toBe(1600n);
 
     const unpaidEvents = await fetch(`${base}/x402/events?after=0&wait=0`);
@@ -161,12 +175,59 @@ describe("the running service with X402_PAY_TO", () => {
     expect(text).toMatch(/peg_oracle_x402_refusals_total\{reason="missing"\} [1-9]/);
   });
 
-  it("a payment accepted before a restart is refused after it (the ledger is in the store)", async () => {
+  it("a payment presented again after a restart gets the answer it bought, charged once; for another query it is spent", async () => {
     await stop();
     await start();
     const again = await fetch(`${base}/x402/peg-feed`, { headers: replay });
-    expect(again.status).toBe(402);
-    expect(await again.json()).toMatchObject({ error: "payment_refused", reason: "reused" });
+    expect(again.status).toBe(200);
+    expect(await again.json()).toEqual(bought!.body);
+    expect(decodePaymentResponseHeader(again.headers.get("payment-response")!)).toEqual(bought!.settlement);
+    const other = await fetch(`${base}/x402/peg-feed?other=query`, { headers: replay });
+    expect(other.status).toBe(402);
+    expect(await other.json()).toMatchObject({ error: "payment_refused", reason: "reused" });
     expect(await node.tokens(payTo.address)).toBe(1600n);
+  }, 120_000);
+
+  it("killed right after it sent the settlement: the restarted service owes the answer, and the payer is charged once", async () => {
+    const http = new x402HTTPClient(clientFor(payer, node.url));
+    const first = await fetch(`${base}/x402/peg-feed`);
+    const pr = http.getPaymentRequiredResponse((n) => first.headers.get(n), await first.json());
+    const payment = http.encodePaymentSignatureHeader(await http.createPaymentPayload(pr));
+    const payerBefore = await node.tokens(payer.address);
+    // The node kills the service as it accepts the settlement transaction, before answering it: the transaction lands
+    // on its own at the next block, the service never learns it and never answers.
+    let sent = "";
+    node.onSend((signature) => {
+      sent = signature;
+      service.proc.kill("SIGKILL");
+    });
+    const cut = await fetch(`${base}/x402/peg-feed`, { headers: payment }).then(
+      (r) => `answered ${String(r.status)}`,
+      () => "cut",
+    );
+    node.onSend(null);
+    expect(cut).toBe("cut");
+    await service.exited;
+    expect(sent).not.toBe("");
+    await until(async () => node.landed().some((t) => t.signature === sent));
+    expect(await node.tokens(payTo.address)).toBe(2400n);
+
+    await start();
+    // The start reconciled it by the chain: settled, its answer owed.
+    expect(service.lines().find((l) => l["msg"] === "x402 payments reconciled")).toMatchObject({ owed: 1 });
+    const owedBefore = await metricsText();
+    expect(owedBefore).toContain("peg_oracle_x402_owed_answers 1");
+    expect(owedBefore).toContain('peg_oracle_x402_reconciled_total{outcome="owed"} 1');
+    const again = await fetch(`${base}/x402/peg-feed`, { headers: payment });
+    expect(again.status).toBe(200);
+    expect(((await again.json()) as Obj)["count"]).toBeGreaterThan(60);
+    expect(decodePaymentResponseHeader(again.headers.get("payment-response")!)).toMatchObject({ success: true, transaction: sent, payer: payer.address });
+    // Charged exactly once: one transfer of the price, whatever was presented.
+    expect(node.landed().filter((t) => t.signature === sent)).toHaveLength(1);
+    expect(await node.tokens(payTo.address)).toBe(2400n);
+    expect(await node.tokens(payer.address)).toBe(payerBefore - 800n);
+    const served = await metricsText();
+    expect(served).toContain('peg_oracle_x402_owed_served_total{tool="get_peg_feed"} 1');
+    expect(served).toContain("peg_oracle_x402_owed_answers 0");
   }, 120_000);
 });

@@ -107,8 +107,10 @@ describe("a payment in flight elsewhere (one message, by the ledger's state)", (
     expect(racing.body["message"]).not.toMatch(/create a new one/);
     letGo();
     expect((await first).status).toBe(200);
-    const after = await h.httpVia(gate, "/x402/peg-feed", sig);
+    // Finished: the same request gets the answer it bought again; another request (another query) is refused.
+    expect((await h.httpVia(gate, "/x402/peg-feed", sig)).status).toBe(200);
+    const after = await h.httpVia(gate, "/x402/peg-feed?other=query", sig);
     expect(after.body).toMatchObject({ reason: "reused" });
-    expect(after.body["message"]).toMatch(/this one is finished \(settled\): create a new one for this call/);
+    expect(after.body["message"]).toMatch(/this one bought the answer to another request \(other arguments or query\): create a new one for this call/);
   });
 });
