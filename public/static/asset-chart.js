@@ -16,6 +16,8 @@ const MIN_ZOOM_MS = 60_000;
 /** How often a following window of up to 24 h reloads its rows (wall clock), so the live tail stays short; 7 d and 30 d less often. */
 const RELOAD_MS = 60_000;
 const RELOAD_LONG_MS = 600_000;
+/** Receipts read per load for the reasons of UNKNOWN transitions (newest first; the others are shaded "UNKNOWN"). */
+const REASONS_PER_LOAD = 10;
 
 export class AssetChart {
   /**
@@ -35,7 +37,9 @@ export class AssetChart {
     this.points = [];
     this.live = [];
     this.transitions = new Map();
+    /** alert id -> reason of an UNKNOWN (receipts never change). */
     this.reasons = new Map();
+    this.reasonBudget = REASONS_PER_LOAD;
     this.loaded = null; // { from, to, bucket } of the rows held
     this.generation = 0;
     this.renderQueued = false;
@@ -137,7 +141,7 @@ export class AssetChart {
     this.root.dataset.loading = "true";
     this.status.textContent = `loading ${bucket === "raw" ? "raw samples" : "1-minute rollups"}\u2026`;
     try {
-      const [rows, transitions] = await Promise.all([
+      const [rows, { transitions, complete }] = await Promise.all([
         loadHistory(this.get, this.symbol, { from, to, bucket }),
         loadTransitions(this.get, this.symbol, { from }),
       ]);
@@ -146,8 +150,10 @@ export class AssetChart {
       this.live = this.live.filter((p) => p.t > to && (this.loaded === null || this.loaded.bucket === bucket));
       this.loadedAt = Date.now();
       this.loaded = { from, to, bucket, rows: rows.length };
-      for (const t of transitions) this.addTransition(t);
-      this.status.textContent = `${rows.length} ${bucket === "raw" ? "raw samples" : "1-minute rollups"}`;
+      this.reasonBudget = REASONS_PER_LOAD;
+      for (const t of [...transitions].reverse()) this.addTransition(t); // newest first: they get the reasons
+      const older = complete ? "" : "; transitions: the newest 4,000 alerts only";
+      this.status.textContent = `${rows.length} ${bucket === "raw" ? "raw samples" : "1-minute rollups"}${older}`;
     } catch (e) {
       if (gen === this.generation) this.onError(`chart: ${errorText(e)}`);
     } finally {
@@ -159,13 +165,16 @@ export class AssetChart {
   addTransition(t) {
     if (t === null || this.transitions.has(t.id)) return false;
     this.transitions.set(t.id, t);
-    if (t.to_state === "UNKNOWN" && t.reason === null) void this.fetchReason(t, 0);
+    if (t.to_state === "UNKNOWN" && t.reason === null) {
+      const known = this.reasons.get(t.id);
+      if (known !== undefined) t.reason = known;
+      else if (this.reasonBudget-- > 0) void this.fetchReason(t, 0);
+    }
     return true;
   }
 
   async fetchReason(t, attempt) {
-    const cached = this.reasons.get(t.id);
-    const reason = cached ?? (await unknownReason(this.get, t.id).catch(() => null));
+    const reason = await unknownReason(this.get, t.id).catch(() => null);
     if (reason !== null) {
       this.reasons.set(t.id, reason);
       t.reason = reason;

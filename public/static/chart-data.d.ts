@@ -11,6 +11,10 @@ export declare function loadHistory(
   window: { from: number; to: number; bucket: Bucket; maxPages?: number },
 ): Promise<Record<string, unknown>[]>;
 export declare function chartTransition(x: unknown): ChartTransition | null;
-export declare function loadTransitions(get: Get, symbol: string, options: { from: number; maxPages?: number }): Promise<ChartTransition[]>;
+export declare function loadTransitions(
+  get: Get,
+  symbol: string,
+  options: { from: number; maxPages?: number },
+): Promise<{ transitions: ChartTransition[]; complete: boolean }>;
 export declare function unknownReason(get: Get, id: string): Promise<string | null>;
 export declare function addLive(live: (Point & { n?: number })[], msg: Readonly<Record<string, unknown>>, options: { bucket: Bucket; after?: number }): boolean;

@@ -52,9 +52,13 @@ export function chartTransition(x) {
   return { id, t, from_state: x.from_state ?? null, to_state: x.to_state ?? null, v: Number.isFinite(v) ? v : null, reason: x.state_reason ?? null };
 }
 
-/** The asset's transitions detected at or after `from`, oldest first (`/v1/alerts` lists every asset's, newest first). */
-export async function loadTransitions(get, symbol, { from, maxPages = 20 }) {
+/**
+ * The asset's transitions detected at or after `from`, oldest first (`/v1/alerts` lists every asset's, newest first),
+ * from at most `maxPages` pages: { transitions, complete } (complete false when older pages were left unread).
+ */
+export async function loadTransitions(get, symbol, { from, maxPages = 8 }) {
   const out = [];
+  let complete = false;
   for (let page = 0; page < maxPages; page++) {
     const q = new URLSearchParams({ since: iso(from), limit: String(ALERTS_PAGE), offset: String(page * ALERTS_PAGE) });
     const { body } = await get(`/v1/alerts?${q}`);
@@ -64,9 +68,12 @@ export async function loadTransitions(get, symbol, { from, maxPages = 20 }) {
       const t = chartTransition(a);
       if (t !== null) out.push(t);
     }
-    if (data.length < ALERTS_PAGE) break;
+    if (data.length < ALERTS_PAGE) {
+      complete = true;
+      break;
+    }
   }
-  return out.sort((a, b) => a.t - b.t);
+  return { transitions: out.sort((a, b) => a.t - b.t), complete };
 }
 
 /**

@@ -237,12 +237,15 @@ describe("chart data", () => {
     const page = (offset: number) =>
       Array.from({ length: offset === 0 ? ALERTS_PAGE : 3 }, (_, i) => ({ id: `${offset}-${i}`, asset: i % 2 === 0 ? "USDC" : "USDT", from_state: "PEGGED", to_state: "DRIFT", discount: "0.002", detected_at: iso(T0 + (1000 - offset - i) * 1000) }));
     const { get, calls } = fakeGet((_, q) => ({ body: { data: page(Number(q.get("offset"))) } }));
-    const got = await loadTransitions(get, "USDC", { from: T0 });
+    const { transitions: got, complete } = await loadTransitions(get, "USDC", { from: T0 });
+    expect(complete).toBe(true);
     expect(calls).toHaveLength(2);
     expect(new URLSearchParams(calls[0]!.split("?")[1]).get("since")).toBe(iso(T0));
     expect(got).toHaveLength(ALERTS_PAGE / 2 + 2);
     expect(got.every((t, i) => i === 0 || got[i - 1]!.t <= t.t)).toBe(true);
     expect(got[0]).toMatchObject({ to_state: "DRIFT", v: 20 });
+    // A page limit leaves the older ones unread, and says so.
+    expect((await loadTransitions(get, "USDC", { from: T0, maxPages: 1 })).complete).toBe(false);
   });
 
   it("reads an UNKNOWN's reason from its receipt: state_reason, else the gate; null while pending or missing", async () => {
