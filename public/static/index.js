@@ -127,11 +127,17 @@ function queueTrail(symbol) {
   if (trailTimer === null) trailTimer = window.setTimeout(nextTrail, 0);
 }
 
-/** One minute-history call at a time, visible rows first. */
+/** One minute-history call at a time, in the table's order (worst first), rows the filters hide last. */
 async function nextTrail() {
   trailTimer = -1; // in flight: queueTrail leaves the next call to this one
-  const visible = (s) => rows.get(s)?.tr.hidden === false;
-  const i = Math.max(0, trailQueue.findIndex(visible));
+  const rank = (s) => {
+    const at = order.indexOf(s);
+    return (rows.get(s)?.tr.hidden === false ? 0 : 1e6) + (at === -1 ? 5e5 : at);
+  };
+  let i = 0;
+  trailQueue.forEach((s, k) => {
+    if (rank(s) < rank(trailQueue[i])) i = k;
+  });
   const [symbol] = trailQueue.splice(i, 1);
   if (symbol === undefined) {
     trailTimer = null;
