@@ -153,7 +153,8 @@ export class AssetChart {
       this.reasonBudget = REASONS_PER_LOAD;
       for (const t of [...transitions].reverse()) this.addTransition(t); // newest first: they get the reasons
       const older = complete ? "" : "; transitions: the newest 4,000 alerts only";
-      this.status.textContent = `${rows.length} ${bucket === "raw" ? "raw samples" : "1-minute rollups"}${older}`;
+      const cr = this.root.dataset.thresholds === "collateral-ratio" ? "; collateral-ratio thresholds: no bands on the discount axis" : "";
+      this.status.textContent = `${rows.length} ${bucket === "raw" ? "raw samples" : "1-minute rollups"}${older}${cr}`;
     } catch (e) {
       if (gen === this.generation) this.onError(`chart: ${errorText(e)}`);
     } finally {
