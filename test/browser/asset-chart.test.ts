@@ -207,7 +207,8 @@ describe("the asset chart and the overview's marks in chromium", () => {
     await expect.poll(async () => (await getJson<{ data: unknown[] }>("/v1/assets/USDC/history?bucket=1m")).data.length, { timeout: 30_000, interval: 500 }).toBeGreaterThanOrEqual(4);
     await asset.goto(`${base}/asset.html?symbol=USDC&range=1h`);
     await asset.waitForSelector('[data-chart="discount-history"][data-rows]', { timeout: 20_000 });
-    await asset.waitForFunction(`Number(document.querySelector('[data-chart="discount-history"]')?.getAttribute("data-rows")) >= 3`, null, { timeout: 20_000 });
+    const chartRows = (): Promise<number> => asset.$eval('[data-chart="discount-history"]', (svg) => Number(svg.getAttribute("data-rows")));
+    await expect.poll(chartRows, { timeout: 20_000, interval: 250 }).toBeGreaterThanOrEqual(3);
 
     // Points: one per /history row of the window loaded (1-minute rollups for an hour).
     let view = await readChart(asset);
@@ -298,12 +299,11 @@ describe("the asset chart and the overview's marks in chromium", () => {
     const states = await overview.$$eval("#assets tr[data-symbol]", (rows) => rows.map((r) => r.getAttribute("data-state")));
     for (const s of ["PEGGED", "DRIFT", "DEPEG", "CRITICAL", "BLACK_SWAN", "UNKNOWN"]) expect(summary.counts[s], s).toBe(states.filter((x) => x === s).length);
     expect(summary.beta).toBe(betaCount);
-    // Rendered as a string: the test runner's transform leaves the page's code alone.
-    await overview.waitForFunction(
-      `(document.querySelector('#assets tr[data-symbol="USDC"] .spark-cell[data-series="minutes"] path.spark-line')?.getAttribute("d")?.match(/[ML]/g) ?? []).length >= 5`,
-      null,
-      { timeout: 15_000 },
-    );
+    const sparkPoints = async (): Promise<number> => {
+      const d = await overview.getAttribute('#assets tr[data-symbol="USDC"] .spark-cell[data-series="minutes"] path.spark-line', "d", { timeout: 1000 }).catch(() => null);
+      return (d?.match(/[ML]/g) ?? []).length;
+    };
+    await expect.poll(sparkPoints, { timeout: 15_000, interval: 250 }).toBeGreaterThanOrEqual(5);
     await overview.screenshot({ path: join(results, "overview-beta.png"), fullPage: false });
     expect(errors).toEqual([]);
   }, 240_000);
