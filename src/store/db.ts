@@ -23,7 +23,7 @@ import {
 } from "./alerts.ts";
 import { latestSnapshots, newestSnapshotAt, upsertAssets, upsertSnapshot, upsertSnapshots, type SnapshotRow } from "./assets.ts";
 import { migrateToLatest } from "./migrate.ts";
-import { applyRetention, type RetentionResult } from "./retention.ts";
+import { DEFAULT_RETENTION, applyRetention, type RetentionResult, type RetentionWindows } from "./retention.ts";
 import {
   history,
   insertSamples,
@@ -54,6 +54,8 @@ export type StoreKind = StoreConfig["kind"];
 export interface Store {
   readonly db: Executor;
   readonly kind: StoreKind;
+  /** How far back raw samples and 1-minute rollups are kept (default DEFAULT_RETENTION). */
+  readonly retention: RetentionWindows;
   /** Applies pending migrations (already done by openStore); returns the names applied. */
   migrate(): Promise<string[]>;
   /** Closes the pool or the embedded database. Idempotent. */
@@ -87,7 +89,7 @@ export interface Store {
   history(mint: string, q: HistoryQuery & { bucket: "1m" }): Promise<MinuteHistoryRow[]>;
   history(mint: string, q: HistoryQuery): Promise<RawHistoryRow[] | MinuteHistoryRow[]>;
   lastSampleAt(mint?: string): Promise<EpochMs | null>;
-  /** Deletes what retention allows at `now` (default: the clock's now). */
+  /** Packs closed minutes and drops the history partitions past `retention` at `now` (default: the clock's now). */
   applyRetention(now?: EpochMs): Promise<RetentionResult>;
 }
 
@@ -123,7 +125,13 @@ export const MIN_FREE_BYTES = 16 * 2 ** 20;
  * Binds every repository to `db`. Exposed for tests and tools that bring their own Kysely instance. `dataDir`: the
  * embedded database's directory, whose free space `hasRoom` checks.
  */
-export function createStore(db: Kysely<Database>, kind: StoreKind, clock: Clock, dataDir?: string): Store {
+export function createStore(
+  db: Kysely<Database>,
+  kind: StoreKind,
+  clock: Clock,
+  dataDir?: string,
+  retention: RetentionWindows = DEFAULT_RETENTION,
+): Store {
   let closing: Promise<void> | null = null;
   const hasRoom = (): boolean => {
     if (dataDir === undefined) return true;
@@ -137,6 +145,7 @@ export function createStore(db: Kysely<Database>, kind: StoreKind, clock: Clock,
   return {
     db,
     kind,
+    retention,
     migrate: () => migrateToLatest(db),
     close: () => (closing ??= db.destroy()),
     hasRoom,
@@ -157,16 +166,17 @@ export function createStore(db: Kysely<Database>, kind: StoreKind, clock: Clock,
     alertById: (id) => alertById(db, id),
     receiptById: (id) => receiptById(db, id),
     countAlertsSince: (ts) => countAlertsSince(db, ts),
-    insertSamples: (rows) => insertSamples(db, rows, { now: clock.now() }),
+    insertSamples: (rows) => insertSamples(db, rows, { now: clock.now(), rawRetentionMs: retention.rawMs }),
     history: ((mint: string, q: HistoryQuery) => history(db, mint, q)) as Store["history"],
     lastSampleAt: (mint) => lastSampleAt(db, mint),
-    applyRetention: (now) => applyRetention(db, now ?? clock.now()),
+    applyRetention: (now) => applyRetention(db, now ?? clock.now(), retention),
   };
 }
 
 /** Opens the database, applies pending migrations and returns the bound store. On failure nothing is left open. */
-export async function openStore(config: StoreConfig, clock: Clock): Promise<Store> {
-  const store = createStore(new Kysely<Database>({ dialect: await dialectFor(config) }), config.kind, clock, config.kind === "pglite" ? config.dataDir : undefined);
+export async function openStore(config: StoreConfig, clock: Clock, retention: RetentionWindows = DEFAULT_RETENTION): Promise<Store> {
+  const dataDir = config.kind === "pglite" ? config.dataDir : undefined;
+  const store = createStore(new Kysely<Database>({ dialect: await dialectFor(config) }), config.kind, clock, dataDir, retention);
   try {
     await store.migrate();
   } catch (e) {

@@ -61,15 +61,19 @@ export {
   type SampleRow,
 } from "./samples.ts";
 export {
+  DEFAULT_RETENTION,
   RAW_RETENTION_MS,
   RETENTION_EVERY_MS,
   ROLLUP_RETENTION_MS,
   applyRetention,
+  retentionFromDays,
   startRetention,
   type RetentionOptions,
   type RetentionResult,
   type RetentionTarget,
+  type RetentionWindows,
 } from "./retention.ts";
+export { PACK_GRACE_MS, packClosedMinutes, type PackResult } from "./sample-packing.ts";
 export {
   DEFAULT_LOCALE,
   DELIVERY_ERRORS,

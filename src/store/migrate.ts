@@ -13,6 +13,7 @@ import * as dispatch from "./migrations/2026_11_21_0004_dispatch.ts";
 import * as anchoring from "./migrations/2026_11_21_0005_anchoring.ts";
 import * as incrementalRollups from "./migrations/2026_11_25_0006_incremental_rollups.ts";
 import * as x402Payments from "./migrations/2026_11_25_0007_x402_payments.ts";
+import * as compactSamples from "./migrations/2026_11_26_0009_compact_samples.ts";
 import * as x402Answers from "./migrations/2026_11_26_0008_x402_answers.ts";
 
 /** Any Kysely instance: migrations work below the app's table types (Kysely's Migrator takes `Kysely<any>`). */
@@ -27,6 +28,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "2026_11_21_0005_anchoring": anchoring,
   "2026_11_25_0006_incremental_rollups": incrementalRollups,
   "2026_11_25_0007_x402_payments": x402Payments,
+  "2026_11_26_0009_compact_samples": compactSamples,
   "2026_11_26_0008_x402_answers": x402Answers,
 };
 

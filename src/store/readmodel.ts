@@ -14,6 +14,7 @@ import { D, PEG_STATES, decimalToWire, type EpochMs, type PegState } from "../me
 import { COMMIT_STATUSES, type CommitStatus } from "./alerts.ts";
 import { StoreDataError, toDecimal, toEnum, toInt, toIntOrNull, toMs, toMsOrNull, tsParam } from "./normalise.ts";
 import type { Executor } from "./schema.ts";
+import { newestSampleSql } from "./samples.ts";
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -128,7 +129,7 @@ export async function statsCounts(db: Executor, now: EpochMs): Promise<StatsRow>
   checkInstant(now, "now");
   const states = sql.join(PEG_STATES.map((s) => sql`(${s}::text)`));
   const { rows } = await sql<{ state: unknown; n: unknown; last: unknown }>`
-    select s.state, count(a.id) as n, (select max(ts) from samples) as last
+    select s.state, count(a.id) as n, ${newestSampleSql()} as last
     from (values ${states}) as s (state)
     left join alerts a
       on a.to_state = s.state

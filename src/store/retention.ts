@@ -1,38 +1,73 @@
 /**
- * Retention: raw samples live 7 days, 1-minute rollups 90 days. The job runs on the injected clock, one pass at a
- * time (the next is scheduled only after the previous finished), so a slow database never piles up deletes.
+ * Retention (issue 25): raw samples live 7 days, 1-minute rollups 90 days, transitions and receipts forever (both are
+ * configurable: `RetentionWindows`, set from HISTORY_RAW_DAYS and HISTORY_1M_DAYS). Nothing is deleted row by row: a
+ * pass packs the minutes that closed (sample-packing.ts), then drops every day partition of `sample_minutes` and
+ * `rollup_minutes` that lies wholly before its window. So what is kept reaches back at least the window and at most a
+ * day more, and a pass costs a catalog lookup plus one `DROP TABLE` per expired day, whatever the rows.
+ *
+ * The job runs on the injected clock, one pass at a time (the next is scheduled only after the previous finished).
  */
 import type { Clock } from "../clock.ts";
 import type { EpochMs } from "../methodology/index.ts";
-import { toInt, tsParam } from "./normalise.ts";
+import { PACKED_MINUTES, ROLLUPS, dropPartition, listPartitions, type PartitionedTable } from "./partitions.ts";
+import { packClosedMinutes } from "./sample-packing.ts";
 import type { Executor } from "./schema.ts";
 
 const DAY_MS = 86_400_000;
-/** Raw samples older than this are deleted. */
+/** Default raw sample window: 7 days. */
 export const RAW_RETENTION_MS = 7 * DAY_MS;
-/** 1-minute rollups older than this (by minute start) are deleted. */
+/** Default 1-minute rollup window: 90 days. */
 export const ROLLUP_RETENTION_MS = 90 * DAY_MS;
-/** Default interval between retention passes. */
-export const RETENTION_EVERY_MS = 10 * 60_000;
+/** Default interval between retention passes (each also packs the minutes that closed since the last). */
+export const RETENTION_EVERY_MS = 60_000;
 
-export interface RetentionResult {
-  readonly samples: number;
-  readonly rollups: number;
+/** How far back each kind of history is kept, in ms. Transitions and receipts are never dropped. */
+export interface RetentionWindows {
+  /** Raw samples (`/history?bucket=raw`); default 7 days. */
+  readonly rawMs: number;
+  /** 1-minute rollups (`/history?bucket=1m`, calibration); default 90 days. */
+  readonly rollupMs: number;
 }
 
-/** Deletes raw samples with ts < now - 7 d and rollups with minute < now - 90 d; returns how many rows went. */
-export async function applyRetention(db: Executor, now: EpochMs): Promise<RetentionResult> {
-  const samples = await db
-    .deleteFrom("samples")
-    .where("ts", "<", tsParam(now - RAW_RETENTION_MS))
-    .executeTakeFirst();
-  const rollups = await db
-    .deleteFrom("rollups_1m")
-    .where("minute", "<", tsParam(now - ROLLUP_RETENTION_MS))
-    .executeTakeFirst();
+export const DEFAULT_RETENTION: RetentionWindows = { rawMs: RAW_RETENTION_MS, rollupMs: ROLLUP_RETENTION_MS };
+
+/** Windows given in days (the HISTORY_RAW_DAYS and HISTORY_1M_DAYS settings). */
+export function retentionFromDays(days: { readonly rawDays: number; readonly rollupDays: number }): RetentionWindows {
+  return { rawMs: days.rawDays * DAY_MS, rollupMs: days.rollupDays * DAY_MS };
+}
+
+export interface RetentionResult {
+  /** Closed minutes packed by this pass, and their samples. */
+  readonly packedMinutes: number;
+  readonly packedSamples: number;
+  /** Day partitions dropped: raw samples, rollups. */
+  readonly rawDays: number;
+  readonly rollupDays: number;
+  /** Bytes the dropped partitions held. */
+  readonly bytesFreed: number;
+}
+
+/** Packs closed minutes, then drops the day partitions that end before `now` minus their window. */
+export async function applyRetention(db: Executor, now: EpochMs, windows: RetentionWindows = DEFAULT_RETENTION): Promise<RetentionResult> {
+  const packed = await packClosedMinutes(db, now);
+  const drop = async (t: PartitionedTable, windowMs: number) => {
+    let days = 0;
+    let bytes = 0;
+    for (const p of await listPartitions(db, t)) {
+      if (p.end > now - windowMs) break;
+      bytes += await dropPartition(db, p);
+      days++;
+    }
+    return { days, bytes };
+  };
+  const raw = await drop(PACKED_MINUTES, windows.rawMs);
+  const rollups = await drop(ROLLUPS, windows.rollupMs);
   return {
-    samples: toInt(samples.numDeletedRows, "deleted samples"),
-    rollups: toInt(rollups.numDeletedRows, "deleted rollups"),
+    packedMinutes: packed.minutes,
+    packedSamples: packed.samples,
+    rawDays: raw.days,
+    rollupDays: rollups.days,
+    bytesFreed: raw.bytes + rollups.bytes,
   };
 }
 

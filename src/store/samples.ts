@@ -1,20 +1,22 @@
 /**
- * Raw samples and their 1-minute rollups.
+ * Raw samples and their 1-minute rollups (layout: migration 0009).
  *
- * A batch is inserted with ON CONFLICT DO NOTHING (re-delivery is harmless), and in the same statement the rows it
- * newly stored are added to their minutes' rollups (sum, count, min, max, last state): incremental, so a batch costs
- * what it carries, not a re-read of every minute it touches (issue 15; before, each touched minute was recomputed from
- * its raw rows). Rollups stay a function of the raw rows: a minute whose samples arrive in two batches, or twice,
- * comes out the same as a recompute (tested against one).
+ * A batch is inserted into `sample_rows` (one narrow row per sample, keyed by the asset's number, in its minute's
+ * partition) with ON CONFLICT DO NOTHING (re-delivery is harmless), and in the same statement the rows it newly stored
+ * are added to their minutes' rollups (sum, count, min, max, last state): incremental, so a batch costs what it
+ * carries (issue 15). Rollups stay a function of the raw rows: a minute whose samples arrive in two batches, or twice,
+ * comes out the same as a recompute (tested against one). Closed minutes are later packed into `sample_minutes`
+ * (sample-packing.ts); reads take both places, and a sample is only ever in one of them.
  *
- * Rollups outlive raw rows (90 d against 7 d), so a minute must never be recomputed once retention has deleted any of
- * its raw rows: that would overwrite a full rollup with a partial one. Batches only carry recent samples; as a guard,
- * when `now` is given, rows whose minute starts before `now - RAW_RETENTION_MS` are refused (counted in `stale`).
+ * Rollups outlive raw rows (90 d against 7 d), so a minute must never be recomputed once retention has dropped its raw
+ * rows: that would overwrite a full rollup with a partial one. Batches only carry recent samples; as a guard, when
+ * `now` is given, rows whose minute starts before `now` minus the raw window are refused (counted in `stale`).
  */
-import { sql } from "kysely";
+import { sql, type RawBuilder } from "kysely";
 import type { StateEvent } from "../actors/index.ts";
 import { PEG_STATES, decimalToWire, type EpochMs, type PegState } from "../methodology/index.ts";
-import { decimalParam, toDecimal, toEnum, toInt, toMs, toMsOrNull, tsParam } from "./normalise.ts";
+import { StoreDataError, decimalParam, toDecimal, toEnum, toInt, toMs, toMsOrNull, tsParam } from "./normalise.ts";
+import { HOT_ROWS, ROLLUPS, ensurePartitions, forgetPartitions, isMissingPartition } from "./partitions.ts";
 import { RAW_RETENTION_MS } from "./retention.ts";
 import type { Executor } from "./schema.ts";
 
@@ -70,38 +72,59 @@ function checkRow(r: SampleRow): void {
 
 /**
  * Stores a batch and adds its newly stored rows to their minutes' rollups, in one statement (so one transaction).
- * Rows arrive as column arrays (`unnest`), a fixed 8 parameters whatever the batch size.
+ * Rows arrive as column arrays (`unnest`), a fixed 8 parameters whatever the batch size. `rawRetentionMs` (default
+ * RAW_RETENTION_MS): rows whose minute is older than `now` minus it are refused.
  */
 export async function insertSamples(
   db: Executor,
   rows: readonly SampleRow[],
-  opts: { readonly now?: EpochMs } = {},
+  opts: { readonly now?: EpochMs; readonly rawRetentionMs?: number } = {},
 ): Promise<InsertSamplesResult> {
   rows.forEach(checkRow);
-  const horizon = opts.now === undefined ? -Infinity : opts.now - RAW_RETENTION_MS;
+  const horizon = opts.now === undefined ? -Infinity : opts.now - (opts.rawRetentionMs ?? RAW_RETENTION_MS);
   const fresh = rows.filter((r) => minuteOf(r.ts) >= horizon);
   if (fresh.length === 0) return { inserted: 0, stale: rows.length, minutes: 0 };
   let inserted = 0;
   let minutes = 0;
   for (let i = 0; i < fresh.length; i += CHUNK) {
-    const r = await insertChunk(db, fresh.slice(i, i + CHUNK));
+    const chunk = fresh.slice(i, i + CHUNK);
+    const r = await withPartitions(db, chunk, () => insertChunk(db, chunk));
     inserted += r.inserted;
     minutes += r.minutes;
   }
   return { inserted, stale: rows.length - fresh.length, minutes };
 }
 
+/** Runs `insert` once the partitions its rows need exist; again, once, if another process dropped one meanwhile. */
+async function withPartitions<T>(db: Executor, chunk: readonly SampleRow[], insert: () => Promise<T>): Promise<T> {
+  const ensure = async () => {
+    await ensurePartitions(db, HOT_ROWS, chunk.map((r) => r.ts));
+    await ensurePartitions(db, ROLLUPS, chunk.map((r) => r.ts));
+  };
+  await ensure();
+  try {
+    return await insert();
+  } catch (e) {
+    if (!isMissingPartition(e)) throw e;
+    forgetPartitions(db);
+    await ensure();
+    return insert();
+  }
+}
+
 /**
- * One chunk: `ins` stores the rows that are new (a re-delivered row conflicts and is not returned), `agg` sums what
- * `ins` returned per (mint, minute), and the rollup upsert adds those sums. A row is therefore counted in its rollup
- * exactly when it is stored, in the same statement: redelivery never double-counts, and two batches of one minute
- * (even concurrent: the upsert locks the rollup row, and the later one adds to the committed sums) add up.
- * The average is `sum / samples` with PostgreSQL's numeric division, which is what `avg(numeric)` computes.
- * The last state is the one of the greatest (ts, seq), as in the raw history's order.
+ * One chunk: `fresh` keeps the rows that are not already packed (only rows older than `packed_until` can be, and only
+ * they are looked up), `ins` stores the new ones in `sample_rows` (a re-delivered row conflicts and is not returned),
+ * `agg` sums what `ins` returned per (asset, minute), and the rollup upsert adds those sums. A row is therefore
+ * counted in its rollup exactly when it is stored, in the same statement: redelivery never double-counts, and two
+ * batches of one minute (even concurrent: the upsert locks the rollup row, and the later one adds to the committed
+ * sums) add up. The average is `sum / samples` with PostgreSQL's numeric division, what `avg(numeric)` computes; a
+ * rollup migrated with a stored average drops it on its first new row. The last state is the one of the greatest
+ * (ts, seq), as in the raw history's order.
  */
 async function insertChunk(db: Executor, chunk: readonly SampleRow[]): Promise<{ inserted: number; minutes: number }> {
   const col = <T>(f: (r: SampleRow) => T): T[] => chunk.map(f);
-  const res = await sql<{ inserted: number | string; minutes: number | string }>`
+  const res = await sql<{ inserted: number | string; minutes: number | string; unknown: number | string }>`
     with input as (
       select * from unnest(
         ${col((r) => r.mint)}::text[], ${col((r) => tsParam(r.ts))}::timestamptz[], ${col((r) => r.seq)}::integer[],
@@ -109,15 +132,27 @@ async function insertChunk(db: Executor, chunk: readonly SampleRow[]): Promise<{
         ${col((r) => r.market_usd)}::numeric[], ${col((r) => r.intrinsic_usd)}::numeric[]
       ) as t (mint, ts, seq, discount, discount_raw, state, market_usd, intrinsic_usd)
     ),
+    keyed as (
+      select a.sample_id as asset, i.*, date_bin('1 minute', i.ts, timestamptz '1970-01-01T00:00:00Z') as minute
+      from input i join assets a on a.mint = i.mint
+    ),
+    fresh as (
+      select k.* from keyed k
+      where case when k.ts >= (select packed_until from sample_pack_state) then true
+                 else not exists (
+                   select 1 from sample_minutes p cross join lateral unnest(p.offsets, p.seqs) as u (off, seq)
+                   where p.asset = k.asset and p.minute = k.minute
+                     and u.off = (extract(epoch from k.ts - k.minute) * 1000)::integer and u.seq = k.seq) end
+    ),
     ins as (
-      insert into samples (mint, ts, seq, discount, discount_raw, state, market_usd, intrinsic_usd)
-      select mint, ts, seq, discount, discount_raw, state, market_usd, intrinsic_usd from input
-      on conflict (mint, ts, seq) do nothing
-      returning mint, ts, seq, discount, state
+      insert into sample_rows (asset, ts, seq, state, discount, discount_raw, market_usd, intrinsic_usd)
+      select asset, ts, seq, peg_state_code(state), discount, discount_raw, market_usd, intrinsic_usd from fresh
+      on conflict (asset, ts, seq) do nothing
+      returning asset, ts, seq, discount, state
     ),
     agg as (
-      select i.mint, date_bin('1 minute', i.ts, timestamptz '1970-01-01T00:00:00Z') as minute, sum(i.discount) as sum_discount, min(i.discount) as min_discount,
-             max(i.discount) as max_discount, count(*)::integer as samples,
+      select i.asset, date_bin('1 minute', i.ts, timestamptz '1970-01-01T00:00:00Z') as minute, sum(i.discount) as sum_discount,
+             min(i.discount) as min_discount, max(i.discount) as max_discount, count(*)::integer as samples,
              (array_agg(i.state order by i.ts desc, i.seq desc))[1] as last_state,
              (array_agg(i.ts order by i.ts desc, i.seq desc))[1] as last_ts,
              (array_agg(i.seq order by i.ts desc, i.seq desc))[1] as last_seq
@@ -125,23 +160,26 @@ async function insertChunk(db: Executor, chunk: readonly SampleRow[]): Promise<{
       group by 1, 2
     ),
     up as (
-      insert into rollups_1m as r (mint, minute, avg_discount, min_discount, max_discount, samples, last_state, last_ts, sum_discount, last_seq)
-      select mint, minute, sum_discount / samples, min_discount, max_discount, samples, last_state, last_ts, sum_discount, last_seq
+      insert into rollup_minutes as r (asset, minute, samples, last_ms, last_seq, last_state, sum_discount, min_discount, max_discount)
+      select asset, minute, samples, (extract(epoch from last_ts - minute) * 1000)::integer, last_seq, last_state,
+             sum_discount, min_discount, max_discount
       from agg
-      on conflict (mint, minute) do update set
+      on conflict (asset, minute) do update set
         sum_discount = r.sum_discount + excluded.sum_discount,
         samples = r.samples + excluded.samples,
-        avg_discount = (r.sum_discount + excluded.sum_discount) / (r.samples + excluded.samples),
+        avg_discount = null,
         min_discount = least(r.min_discount, excluded.min_discount),
         max_discount = greatest(r.max_discount, excluded.max_discount),
-        last_state = case when (excluded.last_ts, excluded.last_seq) > (r.last_ts, r.last_seq) then excluded.last_state else r.last_state end,
-        last_seq = case when (excluded.last_ts, excluded.last_seq) > (r.last_ts, r.last_seq) then excluded.last_seq else r.last_seq end,
-        last_ts = greatest(r.last_ts, excluded.last_ts)
+        last_state = case when (excluded.last_ms, excluded.last_seq) > (r.last_ms, r.last_seq) then excluded.last_state else r.last_state end,
+        last_seq = case when (excluded.last_ms, excluded.last_seq) > (r.last_ms, r.last_seq) then excluded.last_seq else r.last_seq end,
+        last_ms = greatest(r.last_ms, excluded.last_ms)
       returning 1
     )
-    select (select count(*) from ins) as inserted, (select count(*) from up) as minutes
+    select (select count(*) from ins) as inserted, (select count(*) from up) as minutes,
+           (select count(*) from input) - (select count(*) from keyed) as unknown
   `.execute(db);
   const row = res.rows[0]!;
+  if (toInt(row.unknown, "unknown mints") > 0) throw new StoreDataError("samples.mint", "a sample of an asset the store does not know");
   return { inserted: toInt(row.inserted, "inserted samples"), minutes: toInt(row.minutes, "rollup minutes") };
 }
 
@@ -181,50 +219,85 @@ export function history(db: Executor, mint: string, q: HistoryQuery & { bucket: 
 export function history(db: Executor, mint: string, q: HistoryQuery): Promise<RawHistoryRow[] | MinuteHistoryRow[]>;
 export async function history(db: Executor, mint: string, q: HistoryQuery): Promise<RawHistoryRow[] | MinuteHistoryRow[]> {
   if (!Number.isSafeInteger(q.limit) || q.limit < 0) throw new RangeError("limit must be a non-negative integer");
-  if (q.bucket === "raw") {
-    const rows = await db
-      .selectFrom("samples")
-      .select(["ts", "discount", "discount_raw", "state", "market_usd", "intrinsic_usd"])
-      .where("mint", "=", mint)
-      .where("ts", ">=", tsParam(q.from))
-      .where("ts", "<=", tsParam(q.to))
-      .orderBy("ts", "desc")
-      .orderBy("seq", "desc")
-      .limit(q.limit)
-      .execute();
-    return rows.map((r) => ({
-      ts: toMs(r.ts, "samples.ts"),
-      discount: toDecimal(r.discount, "samples.discount"),
-      discount_raw: toDecimal(r.discount_raw, "samples.discount_raw"),
-      state: toEnum(r.state, PEG_STATES, "samples.state"),
-      market_usd: toDecimal(r.market_usd, "samples.market_usd"),
-      intrinsic_usd: toDecimal(r.intrinsic_usd, "samples.intrinsic_usd"),
-    }));
-  }
-  const rows = await db
-    .selectFrom("rollups_1m")
-    .select(["minute", "avg_discount", "min_discount", "max_discount", "samples", "last_state"])
-    .where("mint", "=", mint)
-    .where("minute", ">=", tsParam(q.from))
-    .where("minute", "<=", tsParam(q.to))
-    .orderBy("minute", "desc")
-    .limit(q.limit)
-    .execute();
+  return q.bucket === "raw" ? rawHistory(db, mint, q) : minuteHistory(db, mint, q);
+}
+
+const assetOf = (mint: string) => sql`(select sample_id from assets where mint = ${mint})`;
+
+/**
+ * Raw rows from both places a sample can be: `sample_rows` (recent) and the packed minutes. Packed minutes are read
+ * newest first only as far as needed: a minute is unpacked while fewer than `limit` samples sit in newer minutes that
+ * lie wholly inside the window (the two edge minutes, partly outside, are always unpacked and filtered).
+ */
+async function rawHistory(db: Executor, mint: string, q: HistoryQuery): Promise<RawHistoryRow[]> {
+  const from = tsParam(q.from);
+  const to = tsParam(q.to);
+  const { rows } = await sql<{ ts: Date | string; discount: string; discount_raw: string; state: string; market_usd: string; intrinsic_usd: string }>`
+    with m as (
+      select p.*, coalesce(sum(case when p.minute >= ${from}::timestamptz and p.minute + interval '1 minute' <= ${to}::timestamptz then p.n else 0 end)
+               over (order by p.minute desc rows between unbounded preceding and 1 preceding), 0) as newer
+      from sample_minutes p
+      where p.asset = ${assetOf(mint)} and p.minute > ${from}::timestamptz - interval '1 minute' and p.minute <= ${to}::timestamptz
+    ),
+    packed as (
+      select m.minute + u.off * interval '1 millisecond' as ts, u.seq, u.discount, u.discount_raw, u.state, u.market_usd, u.intrinsic_usd
+      from m cross join lateral unnest(m.offsets, m.seqs, m.states, m.discount, m.discount_raw, m.market_usd, m.intrinsic_usd)
+        as u (off, seq, state, discount, discount_raw, market_usd, intrinsic_usd)
+      where m.newer < ${q.limit}
+    )
+    select ts, discount::text as discount, discount_raw::text as discount_raw, peg_state_name(state) as state,
+           market_usd::text as market_usd, intrinsic_usd::text as intrinsic_usd
+    from (
+      select ts, seq, discount, discount_raw, state, market_usd, intrinsic_usd from sample_rows
+      where asset = ${assetOf(mint)} and ts >= ${from}::timestamptz and ts <= ${to}::timestamptz
+      union all
+      select ts, seq, discount, discount_raw, state, market_usd, intrinsic_usd from packed
+      where ts >= ${from}::timestamptz and ts <= ${to}::timestamptz
+    ) x
+    order by ts desc, seq desc
+    limit ${q.limit}
+  `.execute(db);
+  return rows.map((r) => ({
+    ts: toMs(r.ts, "samples.ts"),
+    discount: toDecimal(r.discount, "samples.discount"),
+    discount_raw: toDecimal(r.discount_raw, "samples.discount_raw"),
+    state: toEnum(r.state, PEG_STATES, "samples.state"),
+    market_usd: toDecimal(r.market_usd, "samples.market_usd"),
+    intrinsic_usd: toDecimal(r.intrinsic_usd, "samples.intrinsic_usd"),
+  }));
+}
+
+async function minuteHistory(db: Executor, mint: string, q: HistoryQuery): Promise<MinuteHistoryRow[]> {
+  const { rows } = await sql<{ minute: Date | string; avg: string; min: string; max: string; samples: number | string; state: string }>`
+    select minute, coalesce(avg_discount, sum_discount / samples)::text as avg, min_discount::text as min,
+           max_discount::text as max, samples, peg_state_name(last_state) as state
+    from rollup_minutes
+    where asset = ${assetOf(mint)} and minute >= ${tsParam(q.from)}::timestamptz and minute <= ${tsParam(q.to)}::timestamptz
+    order by minute desc
+    limit ${q.limit}
+  `.execute(db);
   return rows.map((r) => ({
     ts: toMs(r.minute, "rollups_1m.minute"),
-    discount: toDecimal(r.avg_discount, "rollups_1m.avg_discount"),
-    min_discount: toDecimal(r.min_discount, "rollups_1m.min_discount"),
-    max_discount: toDecimal(r.max_discount, "rollups_1m.max_discount"),
+    discount: toDecimal(r.avg, "rollups_1m.avg_discount"),
+    min_discount: toDecimal(r.min, "rollups_1m.min_discount"),
+    max_discount: toDecimal(r.max, "rollups_1m.max_discount"),
     samples: toInt(r.samples, "rollups_1m.samples"),
-    state: toEnum(r.last_state, PEG_STATES, "rollups_1m.last_state"),
+    state: toEnum(r.state, PEG_STATES, "rollups_1m.last_state"),
     discount_raw: null,
   }));
 }
 
+/** SQL for the newest raw sample's instant (of one asset, or of all): null when there is none. */
+export function newestSampleSql(mint?: string): RawBuilder<Date | string | null> {
+  const asset = mint === undefined ? sql`true` : sql`asset = ${assetOf(mint)}`;
+  return sql`greatest(
+      (select max(ts) from sample_rows where ${asset}),
+      (select max(p.minute + p.offsets[p.n] * interval '1 millisecond') from sample_minutes p
+       where ${asset} and p.minute = (select max(minute) from sample_minutes where ${asset})))`;
+}
+
 /** The newest raw sample's instant (of one asset, or of all), or null when there is none. */
 export async function lastSampleAt(db: Executor, mint?: string): Promise<EpochMs | null> {
-  let q = db.selectFrom("samples").select((eb) => eb.fn.max("ts").as("ts"));
-  if (mint !== undefined) q = q.where("mint", "=", mint);
-  const r = await q.executeTakeFirst();
-  return toMsOrNull(r?.ts ?? null, "max(samples.ts)");
+  const { rows } = await sql<{ ts: Date | string | null }>`select ${newestSampleSql(mint)} as ts`.execute(db);
+  return toMsOrNull(rows[0]?.ts ?? null, "max(samples.ts)");
 }

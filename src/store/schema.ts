@@ -52,6 +52,7 @@ export interface AssetSnapshotsTable {
   circulating_supply: NullableNumeric;
 }
 
+/** Since migration 0009 a view over `sample_rows` and `sample_minutes` (read-only; samples.ts reads the tables). */
 export interface SamplesTable {
   mint: string;
   ts: Timestamptz;
@@ -63,6 +64,7 @@ export interface SamplesTable {
   intrinsic_usd: Numeric;
 }
 
+/** Since migration 0009 a view over `rollup_minutes` (read-only; samples.ts and readmodel.ts read through it). */
 export interface Rollups1mTable {
   mint: string;
   minute: Timestamptz;

@@ -4,6 +4,7 @@
  * document, with exact figures. Percentiles are nearest rank (the value at rank ceil(p x N / 100) of the ascending
  * |discount| values), in floor bps; both backends must give byte-identical bodies.
  */
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CatalogAsset } from "../../src/catalog/index.ts";
 import { SimulatedClock } from "../../src/clock.ts";
@@ -13,6 +14,7 @@ import { Router } from "../../src/http/router.ts";
 import { openApiDocument, publicRoutes } from "../../src/http/routes/index.ts";
 import { D, decimalToWire, spreadEntryLevels, type Decimal } from "../../src/methodology/index.ts";
 import { insertSamples, openStore, type SampleRow, type Store } from "../../src/store/index.ts";
+import { ROLLUPS, ensurePartitions } from "../../src/store/partitions.ts";
 import { DAY, MIN, catalog, runEngine, sample } from "../store/fixtures.ts";
 import { describeWithPostgres } from "../support/postgres.ts";
 import { expectDocumented, type Answer } from "./helpers.ts";
@@ -136,19 +138,15 @@ const DISTRIBUTIONS: readonly Distribution[] = [
 ];
 
 async function insertRollups(store: Store, d: Distribution): Promise<void> {
-  const values = [...d.rows].map(([m, avg]) => ({
-    mint: d.asset.mint,
-    minute: new Date(m).toISOString(),
-    avg_discount: avg,
-    min_discount: avg,
-    max_discount: avg,
-    samples: 1,
-    last_state: "PEGGED",
-    last_ts: new Date(m + 30 * SEC).toISOString(),
-    sum_discount: avg,
-    last_seq: 1,
-  }));
-  for (let i = 0; i < values.length; i += 1_000) await store.db.insertInto("rollups_1m").values(values.slice(i, i + 1_000)).execute();
+  const rows = [...d.rows];
+  await ensurePartitions(store.db, ROLLUPS, rows.map(([m]) => m));
+  for (let i = 0; i < rows.length; i += 1_000) {
+    const chunk = rows.slice(i, i + 1_000);
+    // One sample a minute, PEGGED, 30 s into its minute: the average is the discount.
+    await sql`insert into rollup_minutes (asset, minute, samples, last_ms, last_seq, last_state, sum_discount, min_discount, max_discount)
+      select (select sample_id from assets where mint = ${d.asset.mint}), t.m, 1, ${30 * SEC}, 1, 0, t.a, t.a, t.a
+      from unnest(${chunk.map(([m]) => new Date(m).toISOString())}::timestamptz[], ${chunk.map(([, a]) => a)}::numeric[]) as t (m, a)`.execute(store.db);
+  }
 }
 
 /** USDC transitions: two runs inside the 7 days (one starting exactly at NOW - 7 d), one before, one after NOW. */

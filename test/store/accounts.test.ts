@@ -218,7 +218,7 @@ function accountsContract(name: string, open: (clock: SimulatedClock) => Promise
 
     test("the catalog is untouched by accounts (no foreign key on assets)", async () => {
       await store!.upsertAssets([USDC]);
-      await sql`truncate receipts, alerts, rollups_1m, samples, asset_snapshots, assets`.execute(db());
+      await sql`truncate receipts, alerts, rollup_minutes, sample_rows, sample_minutes, asset_snapshots, assets`.execute(db());
       expect(catalog.bySymbol("USDC")).toBeDefined();
     });
   });

@@ -11,7 +11,7 @@ import {
   type SampleRow,
 } from "../../src/store/index.ts";
 import type { ContractContext } from "./contract.ts";
-import { MIN, USDC, USDT, sample } from "./fixtures.ts";
+import { DAY, MIN, USDC, USDT, sample } from "./fixtures.ts";
 
 export function sampleContract(ctx: ContractContext): void {
   /** A whole minute comfortably inside raw retention of the suite clock. */
@@ -106,7 +106,7 @@ export function sampleContract(ctx: ContractContext): void {
       const batches = fc.array(fc.array(row, { minLength: 1, maxLength: 40 }), { minLength: 1, maxLength: 6 });
       await fc.assert(
         fc.asyncProperty(batches, fc.boolean(), async (bs, concurrently) => {
-          await sql`truncate samples, rollups_1m`.execute(ctx.store.db);
+          await sql`truncate sample_rows, sample_minutes, rollup_minutes`.execute(ctx.store.db);
           const rowsOf = (b: (typeof bs)[number]) =>
             b.map((r) => sample(r.usdt ? USDT.mint : USDC.mint, r.at, r.discount, { seq: r.seq, state: r.state }));
           // Each batch once, then the first again (a re-delivery).
@@ -126,6 +126,48 @@ export function sampleContract(ctx: ContractContext): void {
         { numRuns: 25 },
       );
     });
+
+    test("packing closed minutes changes no answer: raw windows and limits, rollups, late and re-delivered rows", async () => {
+      await ctx.store.upsertAssets([USDC]);
+      const m = minute() - 4 * MIN;
+      const row = fc.record({
+        at: fc.integer({ min: 0, max: 239 }).map((s) => m + s * 1_000),
+        seq: fc.integer({ min: 0, max: 1 }),
+      });
+      // A re-delivered sample carries what it carried the first time.
+      const discountOf = (at: number, seq: number) => String((((at / 1_000) * 7 + seq * 13) % 1999) / 1e4);
+      // Batches, each followed (or not) by a packing pass at a random instant: later batches bring late rows of
+      // packed minutes and re-deliveries of packed rows.
+      const steps = fc.array(fc.tuple(fc.array(row, { minLength: 1, maxLength: 30 }), fc.option(fc.integer({ min: 0, max: 6 }))), {
+        minLength: 1,
+        maxLength: 5,
+      });
+      const query = fc.record({ from: fc.integer({ min: -5, max: 245 }), span: fc.integer({ min: 0, max: 250 }), limit: fc.integer({ min: 1, max: 80 }) });
+      await fc.assert(
+        fc.asyncProperty(steps, fc.array(query, { minLength: 3, maxLength: 3 }), async (ss, qs) => {
+          await sql`truncate sample_rows, sample_minutes, rollup_minutes`.execute(ctx.store.db);
+          const kept = new Map<string, SampleRow>();
+          for (const [batch, packAt] of ss) {
+            const rows = batch.map((r) => sample(USDC.mint, r.at, discountOf(r.at, r.seq), { seq: r.seq }));
+            for (const r of rows) if (!kept.has(`${r.ts}|${r.seq}`)) kept.set(`${r.ts}|${r.seq}`, r);
+            await ctx.store.insertSamples(rows);
+            if (packAt !== null) await ctx.store.applyRetention(m + packAt * MIN);
+          }
+          const all = [...kept.values()].sort((a, b) => b.ts - a.ts || b.seq - a.seq);
+          for (const q of qs) {
+            const from = m + q.from * 1_000;
+            const to = from + q.span * 1_000;
+            const want = all.filter((r) => r.ts >= from && r.ts <= to).slice(0, q.limit).map((r) => [r.ts, r.discount]);
+            const got = await ctx.store.history(USDC.mint, { bucket: "raw", from, to, limit: q.limit });
+            expect(got.map((r) => [r.ts, r.discount])).toEqual(want);
+          }
+          const minutes = await rollups();
+          expect(minutes.reduce((n, r) => n + r.samples, 0)).toBe(all.length);
+          expect(await ctx.store.lastSampleAt(USDC.mint)).toBe(all[0]!.ts);
+        }),
+        { numRuns: 8 },
+      );
+    }, 120_000);
 
     test("history: shapes, newest first, limit and inclusive from/to", async () => {
       await ctx.store.upsertAssets([USDC]);
@@ -164,24 +206,26 @@ export function sampleContract(ctx: ContractContext): void {
   });
 
   describe("retention", () => {
-    test("deletes raw rows older than 7 d and rollups older than 90 d, exactly", async () => {
+    test("drops whole day partitions past each window, keeping at least the window", async () => {
       await ctx.store.upsertAssets([USDC]);
       const now = Math.floor(ctx.clock.now() / MIN) * MIN;
+      const dayOf = (ms: number) => Math.floor(ms / DAY) * DAY;
       const rawCut = now - RAW_RETENTION_MS;
       const rollCut = now - ROLLUP_RETENTION_MS;
       // Written with the repository (no retention guard) to place rows on both sides of each cutoff.
       await insertSamples(ctx.store.db, [
-        sample(USDC.mint, rawCut - 1, "0.1"),
-        sample(USDC.mint, rawCut, "0.2"),
-        sample(USDC.mint, rollCut - MIN, "0.3"),
-        sample(USDC.mint, rollCut, "0.4"),
+        sample(USDC.mint, dayOf(rawCut) - 1, "0.1"), // the day before the raw window's first day: dropped
+        sample(USDC.mint, rawCut - 1, "0.2"), // before the window, in its first day: kept
+        sample(USDC.mint, rawCut, "0.3"),
+        sample(USDC.mint, dayOf(rollCut) - MIN, "0.4"), // the day before the rollup window's first day: dropped
+        sample(USDC.mint, rollCut - MIN, "0.5"),
       ]);
-      expect((await rollups()).length).toBe(4);
-      expect(await ctx.store.applyRetention(now)).toEqual({ samples: 3, rollups: 1 });
-      expect((await raw()).map((r) => r.ts)).toEqual([rawCut]);
+      expect((await rollups()).length).toBe(5);
+      expect(await ctx.store.applyRetention(now)).toMatchObject({ packedMinutes: 5, packedSamples: 5, rawDays: 3, rollupDays: 1 });
+      expect((await raw()).map((r) => r.ts)).toEqual([rawCut, rawCut - 1]);
       // Rollups outlive their raw rows.
-      expect((await rollups()).map((r) => r.ts)).toEqual([rawCut, rawCut - MIN, rollCut]);
-      expect(await ctx.store.applyRetention(now)).toEqual({ samples: 0, rollups: 0 });
+      expect((await rollups()).map((r) => r.ts)).toEqual([rawCut, rawCut - MIN, dayOf(rawCut) - MIN, rollCut - MIN]);
+      expect(await ctx.store.applyRetention(now)).toEqual({ packedMinutes: 0, packedSamples: 0, rawDays: 0, rollupDays: 0, bytesFreed: 0 });
     });
 
     test("startRetention runs on the injected clock until stopped", async () => {
@@ -191,10 +235,10 @@ export function sampleContract(ctx: ContractContext): void {
       const until = async (n: number) => {
         for (let i = 0; i < 200 && passes.length < n; i++) await new Promise((r) => setTimeout(r, 5));
       };
-      const stop = startRetention(ctx.store, ctx.clock, every, { onPass: (r) => passes.push(r.samples) });
+      const stop = startRetention(ctx.store, ctx.clock, every, { onPass: (r) => passes.push(r.rawDays) });
       await until(1);
       expect(passes).toEqual([0]);
-      await insertSamples(ctx.store.db, [sample(USDC.mint, ctx.clock.now() + every - RAW_RETENTION_MS - 1, "0")]);
+      await insertSamples(ctx.store.db, [sample(USDC.mint, ctx.clock.now() - RAW_RETENTION_MS - DAY, "0")]);
       ctx.clock.increment(every);
       await until(2);
       expect(passes).toEqual([0, 1]);

@@ -31,7 +31,7 @@ export interface ContractOptions {
 }
 
 async function truncateAll(store: Store): Promise<void> {
-  await sql`truncate receipts, alerts, rollups_1m, samples, asset_snapshots, assets`.execute(store.db);
+  await sql`truncate receipts, alerts, rollup_minutes, sample_rows, sample_minutes, asset_snapshots, assets`.execute(store.db);
 }
 
 export function describeStoreContract(name: string, open: OpenStore, options: ContractOptions): void {

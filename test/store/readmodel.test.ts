@@ -198,7 +198,7 @@ function describeReadModel(name: string, open: (clock: SimulatedClock) => Promis
       await store?.close();
     });
     beforeEach(async () => {
-      await sql`truncate receipts, alerts, rollups_1m, samples, asset_snapshots, assets`.execute(store.db);
+      await sql`truncate receipts, alerts, rollup_minutes, sample_rows, sample_minutes, asset_snapshots, assets`.execute(store.db);
       await store.upsertAssets(catalog.all);
     });
 
