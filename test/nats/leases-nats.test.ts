@@ -2,9 +2,12 @@
  * Leases on real NATS KV: the compare-and-set semantics `natsLeaseStore` relies on (create fails on a live key,
  * update and delete on a stale revision fail, a deleted key can be created again), on a three-node cluster with
  * replicas 3; and two managers sharing the assets, one of them killed, the other taking over within 10 s.
+ * Reading a write back right after it is acknowledged holds only because the store reads on the stream leader: a
+ * direct get may be answered by the replica outside the quorum before it has the write, so the CAS test also checks
+ * that the store sends no direct get (that decides it whatever the replicas' timing in one run).
  */
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { systemClock } from "../../src/clock.ts";
 import { LEASE_KEYS, LeaseConflictError, LeaseManager, natsLeaseStore, type LeaseStore } from "../../src/streams/jetstream/leases.ts";
 import { startNatsCluster, type TestNatsCluster } from "../support/nats-cluster.ts";
@@ -17,7 +20,16 @@ let store: LeaseStore;
 beforeAll(async () => {
   cluster = await startNatsCluster(3);
   nc = await connect({ servers: cluster.urls.split(",") });
-  store = await natsLeaseStore(nc, 3);
+  // The meta group may have a leader before it has heard from all three servers; until then a replicas-3 bucket has
+  // "no suitable peers for placement", and only that answer is retried.
+  for (const deadline = Date.now() + 30_000; ; await sleep(100)) {
+    try {
+      store = await natsLeaseStore(nc, 3);
+      break;
+    } catch (e) {
+      if (!(e instanceof Error && e.message.includes("no suitable peers")) || Date.now() > deadline) throw e;
+    }
+  }
 }, 60_000);
 
 afterAll(async () => {
@@ -28,6 +40,7 @@ afterAll(async () => {
 describe("natsLeaseStore on a three-node cluster", () => {
   it("is compare-and-set on the key's revision", async () => {
     const key = LEASE_KEYS.asset("casTest");
+    const request = vi.spyOn(nc, "request");
     const r1 = await store.create(key, { owner: "a", expires_at: 1 });
     await expect(store.create(key, { owner: "b", expires_at: 1 })).rejects.toBeInstanceOf(LeaseConflictError);
     const r2 = await store.update(key, { owner: "a", expires_at: 2 }, r1);
@@ -38,6 +51,10 @@ describe("natsLeaseStore on a three-node cluster", () => {
     expect((await store.list("asset.")).has(key)).toBe(false);
     const r3 = await store.create(key, { owner: "b", expires_at: 4 });
     expect(r3).toBeGreaterThan(r2);
+    const subjects = request.mock.calls.map(([subject]) => subject);
+    request.mockRestore();
+    expect(subjects.some((s) => s.startsWith("$JS.API.STREAM.MSG.GET."))).toBe(true);
+    expect(subjects.filter((s) => s.startsWith("$JS.API.DIRECT.GET."))).toEqual([]);
     const info = await (await import("@nats-io/jetstream")).jetstreamManager(nc).then((jsm) => jsm.streams.info("KV_PEG_LEASES"));
     expect(info.config.num_replicas).toBe(3);
   });

@@ -3,6 +3,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Clock } from "../../clock.ts";
 import type { LogFn } from "./engine-link.ts";
+import { kvLeaderGet } from "./kv-leader-get.ts";
 
 /**
  * Asset leases for several engine processes (issue 8 scale-out). Each asset (by mint) is run by at most one engine:
@@ -434,7 +435,8 @@ export const LEASE_BUCKET = "PEG_LEASES";
 
 /**
  * The lease bucket on NATS KV (history 1, `replicas` as the streams). Keys `asset.<mint>` and `engine.<id>`, values
- * `LeaseValue` JSON. Compare-and-set is the `Nats-Expected-Last-Subject-Sequence` header the KV client sends.
+ * `LeaseValue` JSON. Compare-and-set is the `Nats-Expected-Last-Subject-Sequence` header the KV client sends. Reads go
+ * to the stream leader (`kvLeaderGet`), never to a replica that may not have a write yet (a deleted key read as live).
  * `replicas: "open"` only opens an existing bucket (readers such as an API process must never create it: a bucket
  * created with the wrong replica count would not survive the loss of its one node).
  */
@@ -443,6 +445,25 @@ export async function natsLeaseStore(nc: NatsConnection, replicas: number | "ope
   const jsm = await jetstreamManager(nc);
   const encode = (v: LeaseValue) => JSON.stringify(v);
   const subjectPrefix = `$KV.${LEASE_BUCKET}.`;
+  const read = async (key: string): Promise<LeaseRecord | null> => {
+    const e = await kvLeaderGet(jsm, LEASE_BUCKET, key);
+    if (e === null || e.operation !== "PUT") return null;
+    try {
+      const v = e.json<LeaseValue>();
+      return typeof v.owner === "string" && typeof v.expires_at === "number" ? { value: v, revision: e.revision } : null;
+    } catch {
+      return null; // not a lease value: ignored
+    }
+  };
+  const update = async (key: string, value: LeaseValue, revision: number): Promise<number> => {
+    try {
+      // A short timeout: a renewal must land well within the fencing deadline (1.5 s after it was sent), or be retried.
+      return await kv.update(key, encode(value), revision, 1_000);
+    } catch (e) {
+      if (isConflict(e)) throw new LeaseConflictError(key);
+      throw e;
+    }
+  };
   return {
     kv,
     list: async (prefix) => {
@@ -453,42 +474,28 @@ export async function natsLeaseStore(nc: NatsConnection, replicas: number | "ope
       const out = new Map<string, LeaseRecord>();
       await Promise.all(
         keys.map(async (k) => {
-          const e = await kv.get(k);
-          if (e === null || e.operation !== "PUT") return;
-          try {
-            const v = e.json<LeaseValue>();
-            if (typeof v.owner === "string" && typeof v.expires_at === "number") out.set(k, { value: v, revision: e.revision });
-          } catch {
-            // not a lease value: ignored
-          }
+          const r = await read(k);
+          if (r !== null) out.set(k, r);
         }),
       );
       return out;
     },
     create: async (key, value) => {
       try {
-        return await kv.create(key, encode(value));
+        return await kv.put(key, encode(value), { previousSeq: 0 }); // what `kv.create` sends first
       } catch (e) {
-        if (isConflict(e)) throw new LeaseConflictError(key);
-        throw e;
+        if (!isConflict(e)) throw e;
       }
+      // The key has a message. `kv.create` would then read it with a direct get, which a replica without the delete
+      // yet answers with the old value (a spurious conflict): read it on the leader, and write over a delete marker
+      // on its revision (still compare-and-set: another engine's create in between makes this fail).
+      const last = await kvLeaderGet(jsm, LEASE_BUCKET, key);
+      if (last === null || last.operation === "PUT") throw new LeaseConflictError(key);
+      return update(key, value, last.revision);
     },
-    update: async (key, value, revision) => {
-      try {
-        // A short timeout: a renewal must land well within the fencing deadline (1.5 s after it was sent), or be retried.
-        return await kv.update(key, encode(value), revision, 1_000);
-      } catch (e) {
-        if (isConflict(e)) throw new LeaseConflictError(key);
-        throw e;
-      }
-    },
+    update,
     put: (key, value) => kv.put(key, encode(value)),
-    get: async (key) => {
-      const e = await kv.get(key);
-      if (e === null || e.operation !== "PUT") return null;
-      const v = e.json<LeaseValue>();
-      return typeof v.owner === "string" && typeof v.expires_at === "number" ? { value: v, revision: e.revision } : null;
-    },
+    get: read,
     purge: (key) => kv.delete(key),
     remove: async (key, revision) => {
       try {
