@@ -312,6 +312,25 @@ describe("GET /v1/assets/{symbol}/history", () => {
     }
   });
 
+  it("a window older than what is kept: the empty list, with the reason and the oldest instant kept in headers", async () => {
+    const calls = h.rm.historyCalls.length;
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const raw = await h.get(`/v1/assets/USDC/history?bucket=raw&to=${iso(NOW - 7 * 86_400_000 - 1)}`);
+    expect(raw.body).toMatchObject({ count: 0, data: [] });
+    expect(raw.headers["x-history-kept-from"]).toBe(iso(NOW - 7 * 86_400_000));
+    expect(raw.headers["x-history-reason"]).toBe(`bucket=raw history is kept for 7 days: this window ends before ${iso(NOW - 7 * 86_400_000)}; bucket=1m keeps 90 days`);
+    const minutes = await h.get(`/v1/assets/USDC/history?bucket=1m&to=${iso(NOW - 90 * 86_400_000 - 1)}`);
+    expect(minutes.headers["x-history-reason"]).toContain("kept for 90 days");
+    expect(h.rm.historyCalls.length).toBe(calls);
+    // A window that reaches into what is kept is read as before; starting earlier, it says from when rows are kept.
+    const part = await h.get(`/v1/assets/USDC/history?bucket=raw&from=${iso(NOW - 30 * 86_400_000)}&to=${iso(NOW - 7 * 86_400_000)}`);
+    expect(part.headers["x-history-kept-from"]).toBe(iso(NOW - 7 * 86_400_000));
+    expect(part.headers["x-history-reason"]).toBeUndefined();
+    const recent = await h.get("/v1/assets/USDC/history");
+    expect(recent.headers["x-history-kept-from"]).toBeUndefined();
+    expect(h.rm.historyCalls.length).toBe(calls + 2);
+  });
+
   it("404 asset_not_found for an unknown asset", async () => {
     expect((await h.get("/v1/assets/usdc/history", 404)).body).toMatchObject({ error: "asset_not_found", asset: "usdc" });
   });

@@ -3,7 +3,7 @@ import type { Clock } from "../../clock.ts";
 import type { Config } from "../../config.ts";
 import { openKeyRing, type KeyRing } from "../../delivery/index.ts";
 import type { SecretBox } from "../../secret-box.ts";
-import { openStore, type Store } from "../../store/index.ts";
+import { openStore, retentionFromDays, type Store } from "../../store/index.ts";
 import type { LogFn } from "../../streams/jetstream/index.ts";
 import { openNats, type NatsLink } from "./nats.ts";
 import type { UndoStack } from "./undo.ts";
@@ -21,7 +21,8 @@ export interface StoreSide {
  * and persisted (sealed) on first start, the same kid on every later one. On failure the store is closed again.
  */
 async function openStoreSide(config: Config, catalog: Catalog, secrets: SecretBox, clock: Clock): Promise<StoreSide> {
-  const store = await openStore(config.database.kind === "postgres" ? { kind: "postgres", url: config.database.url } : { kind: "pglite", dataDir: config.database.dataDir }, clock);
+  const where = config.database.kind === "postgres" ? { kind: "postgres" as const, url: config.database.url } : { kind: "pglite" as const, dataDir: config.database.dataDir };
+  const store = await openStore(where, clock, retentionFromDays(config.history));
   const assetsUpserted = store.upsertAssets(catalog.all);
   assetsUpserted.catch(() => {}); // awaited by the caller before the projectors start; a failure there fails the start
   try {

@@ -23,6 +23,25 @@ import { JSON_TYPE, jsonResult, type DocumentedRoute } from "./spec.ts";
 import type { HttpResult } from "../types.ts";
 
 /** How long the full card list is reused (interface part 8: "Asset list cache 5 seconds"), on the injected clock. */
+const DAY_MS = 86_400_000;
+
+/**
+ * What a history window reaches of what is kept (HISTORY_RAW_DAYS / HISTORY_1M_DAYS back from now): when it starts
+ * before the oldest instant kept, `x-history-kept-from` names that instant; when it ends before it, the answer is the
+ * empty list without a store read, and `x-history-reason` says why, so an empty page does not read as "no data". The
+ * body is what it always was (the list envelope): the client package's generated types are unchanged.
+ */
+function keptHeaders(rm: ReadModel, bucket: "raw" | "1m", from: number, to: number, now: number): { headers?: Record<string, string>; before: boolean } {
+  const days = bucket === "raw" ? rm.config.history.rawDays : rm.config.history.rollupDays;
+  const keptFrom = now - days * DAY_MS;
+  if (from >= keptFrom) return { before: false };
+  const headers: Record<string, string> = { "x-history-kept-from": timestampToWire(keptFrom) };
+  if (to >= keptFrom) return { headers, before: false };
+  const other = bucket === "raw" ? `; bucket=1m keeps ${rm.config.history.rollupDays} days` : "";
+  headers["x-history-reason"] = `bucket=${bucket} history is kept for ${days} days: this window ends before ${timestampToWire(keptFrom)}${other}`;
+  return { headers, before: true };
+}
+
 export const ASSET_LIST_TTL_MS = 5_000;
 
 export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
@@ -176,8 +195,9 @@ export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
         const from = q.from ?? to - HISTORY_DEFAULT_WINDOW_MS;
         if (from > to) throw invalidQuery("from must not be after to");
         const bucket = q.bucket ?? "1m";
+        const kept = keptHeaders(rm, bucket, from, to, now);
         const limit = clamp(q.limit ?? HISTORY_LIMIT.default, HISTORY_LIMIT.min, HISTORY_LIMIT.max);
-        const rows = await rm.history(a.mint, { bucket, from, to, limit });
+        const rows = kept.before ? [] : await rm.history(a.mint, { bucket, from, to, limit });
         const data: readonly unknown[] =
           bucket === "raw"
             ? (rows as RawHistoryRow[]).map((r) => ({
@@ -197,7 +217,7 @@ export function assetRoutes(rm: ReadModel): DocumentedRoute[] {
                 state: r.state,
                 discount_raw: null,
               }));
-        return jsonResult(200, listEnvelope(data, now));
+        return jsonResult(200, listEnvelope(data, now), kept.headers);
       },
       spec: {
         summary: "History of one asset",
