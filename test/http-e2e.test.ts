@@ -3,44 +3,29 @@
  * uWebSockets.js API, fed by a scenario. Every route answers, and every JSON answer matches the OpenAPI document the
  * service itself serves.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../src/catalog/index.ts";
-import { startService, type Service } from "../src/cli/service.ts";
-import { parseConfig } from "../src/config.ts";
+import type { Service } from "../src/cli/service.ts";
 import { verifyBundle } from "../src/methodology/index.ts";
 import type { DocumentedRoute } from "../src/http/routes/index.ts";
 import { expectDocumented, type Answer } from "./http/helpers.ts";
-import { startNats, type TestNats } from "./support/nats.ts";
-import { freePort, waitFor } from "./support/ports.ts";
+import { startTestService, type TestService } from "./support/service.ts";
 
 const catalog = loadShippedCatalog();
 const USDC = catalog.bySymbol("USDC")!;
-let nats: TestNats;
+let running: TestService;
 let service: Service;
 let base: string;
 let doc: Record<string, unknown>;
-const dataDir = mkdtempSync(join(tmpdir(), "peg-e2e-"));
 
 beforeAll(async () => {
-  nats = await startNats();
-  const port = await freePort();
-  const config = parseConfig({ PORT: String(port), METRICS_PORT: "0", HOST: "127.0.0.1", NATS_URL: nats.url, DATA_DIR: dataDir, FEED: "scenario:usdc-march-2023", SCENARIO_SPEED: "5000" });
-  let ended = false;
-  service = await startService(config, catalog, { log: () => {}, onFeedEnd: () => (ended = true) });
-  base = `http://127.0.0.1:${service.api.port}`;
-  await waitFor(() => ended, 60_000, "the scenario to end");
-  await waitFor(async () => (await service.store.alerts({ limit: 10, offset: 0 })).length === 8, 30_000, "all 8 transitions projected");
+  running = await startTestService({ env: { FEED: "scenario:usdc-march-2023", SCENARIO_SPEED: "5000" }, catalog, prefix: "peg-e2e-" });
+  ({ service, base } = running);
+  await running.scenarioDone(8);
   doc = (await (await fetch(`${base}/openapi.json`)).json()) as Record<string, unknown>;
 }, 120_000);
 
-afterAll(async () => {
-  await service?.stop();
-  await nats?.dispose();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => running?.stop());
 
 async function call(path: string, headers: Record<string, string> = {}): Promise<Answer> {
   const res = await fetch(base + path, { headers });

@@ -5,48 +5,35 @@
  * the /readyz reason, a warning); nothing evaluated is dropped, and the service keeps evaluating and storing samples.
  * Without the throttle the link's queue fills within a second and samples are dropped.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../src/catalog/index.ts";
-import { startService, type Service } from "../src/cli/service.ts";
-import { parseConfig } from "../src/config.ts";
-import { startNats, type TestNats } from "./support/nats.ts";
-import { freePort, waitFor } from "./support/ports.ts";
+import type { Service } from "../src/cli/service.ts";
+import { waitFor } from "./support/ports.ts";
+import { startTestService, type TestService } from "./support/service.ts";
 
 const catalog = loadShippedCatalog();
-const dataDir = mkdtempSync(join(tmpdir(), "peg-backpressure-"));
-let nats: TestNats;
+let running: TestService;
 let service: Service;
 let api: string;
 let metricsBase: string;
 const warnings: { msg: string; fields?: Record<string, unknown> }[] = [];
 
 beforeAll(async () => {
-  nats = await startNats();
-  const config = parseConfig({
-    PORT: String(await freePort()),
-    METRICS_PORT: "0",
-    HOST: "127.0.0.1",
-    NATS_URL: nats.url,
-    DATA_DIR: dataDir,
-    SIM_TICK_MS: "1",
-  });
-  service = await startService(config, catalog, {
-    log: (level, msg, fields) => {
-      if (level === "warn") warnings.push({ msg, ...(fields === undefined ? {} : { fields }) });
+  running = await startTestService({
+    env: { SIM_TICK_MS: "1" },
+    catalog,
+    prefix: "peg-backpressure-",
+    io: {
+      log: (level, msg, fields) => {
+        if (level === "warn") warnings.push({ msg, ...(fields === undefined ? {} : { fields }) });
+      },
     },
   });
-  api = `http://127.0.0.1:${service.api.port}`;
+  ({ service, base: api } = running);
   metricsBase = `http://127.0.0.1:${service.api.metricsPort}`;
 }, 120_000);
 
-afterAll(async () => {
-  await service?.stop();
-  await nats?.dispose();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => running?.stop());
 
 /** One sample of the Prometheus text, 0 when absent. */
 function metric(text: string, name: string): number {

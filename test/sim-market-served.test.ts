@@ -3,21 +3,14 @@
  * ports, NATS and the data directory) serves `circulating_supply` and `market_cap` on every card, through the same
  * path a live supply takes (supply legs -> SupplyBook -> sample projector -> snapshot -> GET /v1/assets/{symbol}).
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../src/catalog/index.ts";
-import { startService, type Service } from "../src/cli/service.ts";
-import { parseConfig } from "../src/config.ts";
-import { startNats, type TestNats } from "./support/nats.ts";
-import { freePort, waitFor } from "./support/ports.ts";
+import { waitFor } from "./support/ports.ts";
+import { startTestService, type TestService } from "./support/service.ts";
 
 const catalog = loadShippedCatalog();
-let nats: TestNats;
-let service: Service;
+let running: TestService;
 let base: string;
-const dataDir = mkdtempSync(join(tmpdir(), "peg-sim-served-"));
 
 type Card = { symbol: string; circulating_supply: string | null; market_cap: string | null; market_usd: string | null };
 
@@ -28,17 +21,11 @@ const get = async <T,>(path: string): Promise<T> => {
 };
 
 beforeAll(async () => {
-  nats = await startNats();
-  const config = parseConfig({ PORT: String(await freePort()), METRICS_PORT: "0", HOST: "127.0.0.1", NATS_URL: nats.url, DATA_DIR: dataDir, FEED: "sim" });
-  service = await startService(config, catalog, { log: () => {} });
-  base = `http://127.0.0.1:${service.api.port}`;
+  running = await startTestService({ env: { FEED: "sim" }, catalog, prefix: "peg-sim-served-" });
+  ({ base } = running);
 }, 60_000);
 
-afterAll(async () => {
-  await service?.stop();
-  await nats?.dispose();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => running?.stop());
 
 describe("the served card on the embedded default feed", () => {
   it("has circulating_supply and market_cap for every active asset", async () => {

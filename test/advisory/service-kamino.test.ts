@@ -3,22 +3,15 @@
  * (read from a local server in Kamino's JSON shape) instead of the simulated book, and the owner, wallet and
  * obligation addresses the payload carries appear nowhere in the answers.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import { startService, type Service } from "../../src/cli/service.ts";
-import { parseConfig } from "../../src/config.ts";
 import { KAMINO_MAIN_MARKET } from "../../src/streams/positions/index.ts";
 import { startServer, type TestServer } from "../live/server.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
-import { freePort } from "../support/ports.ts";
 import { OBLIGATION, OWNER, SOL, obligation } from "./kamino-fixture.ts";
+import { startTestService, type TestService } from "../support/service.ts";
 
 const catalog = loadShippedCatalog();
 const JITOSOL = catalog.bySymbol("jitoSOL")!.mint;
-const dir = mkdtempSync(join(tmpdir(), "peg-kamino-"));
 // Six jitoSOL loops of 1,000-1,500 USD against SOL debt (threshold 0.9): enough positions, none dominant.
 const LOOPS: [string, string][] = [
   ["1000", "850"],
@@ -29,13 +22,11 @@ const LOOPS: [string, string][] = [
   ["1500", "1300"],
 ];
 
-let nats: TestNats;
+let running: TestService;
 let kamino: TestServer;
-let service: Service;
 let base: string;
 
 beforeAll(async () => {
-  nats = await startNats();
   kamino = await startServer((req, res) => {
     if (req.url.pathname !== `/kamino-market/${KAMINO_MAIN_MARKET}/obligations`) {
       res.writeHead(404).end();
@@ -44,27 +35,13 @@ beforeAll(async () => {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify(LOOPS.map(([c, d]) => obligation({ deposits: [[JITOSOL, c]], borrows: [[SOL, d]], liquidationLtv: "0.9" }))));
   });
-  service = await startService(
-    parseConfig({
-      PORT: String(await freePort()),
-      METRICS_PORT: "0",
-      HOST: "127.0.0.1",
-      NATS_URL: nats.url,
-      DATA_DIR: dir,
-      FEED: "scenario:usdc-march-2023",
-      KAMINO_POSITIONS_URL: kamino.url,
-    }),
-    catalog,
-    { log: () => {} },
-  );
-  base = `http://127.0.0.1:${service.api.port}`;
+  running = await startTestService({ env: { FEED: "scenario:usdc-march-2023", KAMINO_POSITIONS_URL: kamino.url }, catalog, prefix: "peg-kamino-" });
+  ({ base } = running);
 }, 60_000);
 
 afterAll(async () => {
-  await service?.stop();
+  await running?.stop();
   await kamino?.close();
-  await nats?.dispose();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 describe("advisory figures from Kamino obligations", () => {

@@ -16,12 +16,13 @@ import { base58Decode } from "../../src/catalog/base58.ts";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { startService, type Service } from "../../src/cli/service.ts";
 import { verifyCommand } from "../../src/cli/verify.ts";
-import { parseConfig, type Config } from "../../src/config.ts";
+import type { Config } from "../../src/config.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { freePort, waitFor } from "../support/ports.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { startLocalSolana, type LocalSolana } from "../support/solana-rpc.ts";
 import { TEST_SECRETS_KEY } from "../support/secrets.ts";
+import { startTestService } from "../support/service.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -49,7 +50,6 @@ let service: Service | null = null;
 let config: Config;
 let base: string;
 let signer: string;
-let feedEnded = false;
 const logs: { level: string; msg: string; fields?: Obj }[] = [];
 
 async function get(path: string): Promise<{ status: number; body: Obj }> {
@@ -78,24 +78,20 @@ beforeAll(async () => {
   node.setBalance(signer, 2_000_000n);
 
   const t0 = Math.floor(Date.now() / 10_000) * 10_000;
-  config = parseConfig({
-    PORT: String(await freePort()),
-    METRICS_PORT: "0",
-    HOST: "127.0.0.1",
-    NATS_URL: nats.url,
+  const env = {
     DATABASE_URL: await pg.createDatabase(),
     SECRETS_KEY: TEST_SECRETS_KEY,
-    DATA_DIR: dir,
     FEED: `scenario:${writeDepegScenario(t0)}`,
     SCENARIO_SPEED: String(SPEED),
     SOLANA_RPC_URL: node.url,
     ANCHOR_KEYPAIR: keyFile,
     ANCHOR_DAILY_BUDGET: "5",
-  });
-  service = await startService(config, catalog, { log: (level, msg, fields) => logs.push({ level, msg, ...(fields === undefined ? {} : { fields }) }), onFeedEnd: () => (feedEnded = true) });
-  base = `http://127.0.0.1:${service.api.port}`;
-  await waitFor(() => feedEnded, 60_000, "the scenario to end");
-  await waitFor(async () => (await service!.store.alerts({ limit: 10, offset: 0 })).length === 2, 30_000, "both transitions projected");
+  };
+  const io = { log: (level: string, msg: string, fields?: Record<string, unknown>) => logs.push({ level, msg, ...(fields === undefined ? {} : { fields }) }) };
+  // The test's own nats-server and DATA_DIR: the restart below runs on them too (and afterAll stops whichever runs).
+  const running = await startTestService({ env, nats, dataDir: dir, catalog, io });
+  ({ service, config, base } = running);
+  await running.scenarioDone(2);
 }, 120_000);
 
 afterAll(async () => {

@@ -22,25 +22,23 @@ import { restTour } from "../../examples/client-rest.ts";
 import { verifyLatest } from "../../examples/client-verify.ts";
 import { servedOpenApiDocument } from "../../packages/client/scripts/generate-schema.ts";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import { startService, type Service } from "../../src/cli/service.ts";
-import { parseConfig } from "../../src/config.ts";
 import type { DocumentedRoute } from "../../src/http/routes/index.ts";
 import { NAME, startReceiver, type Receiver } from "../delivery/receiver.ts";
 import { BOT_TOKEN, expectDocumented, JWT_SECRET, widgetPayload } from "../http/helpers.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
-import { freePort, waitFor } from "../support/ports.ts";
+import type { TestNats } from "../support/nats.ts";
+import { waitFor } from "../support/ports.ts";
 import { writeWebhookScenario } from "../webhooks/scenario.ts";
+import { startTestService, type TestService } from "../support/service.ts";
 
 const catalog = loadShippedCatalog();
 const dir = mkdtempSync(join(tmpdir(), "peg-client-service-"));
 
+let running: TestService;
 let nats: TestNats;
 let rx: Receiver;
-let service: Service;
 let base: string;
 let stream: PegStream;
 const streamed: TransitionMessage[] = [];
-let feedEnded = false;
 let hook: Schemas["Webhook"];
 let keys: Schemas["WebhookKeys"];
 
@@ -64,28 +62,13 @@ function recording(calls: Call[]) {
 }
 
 beforeAll(async () => {
-  nats = await startNats();
   rx = await startReceiver();
-  const port = await freePort();
   const scenario = writeWebhookScenario(dir, Math.floor(Date.now() / 10_000) * 10_000);
-  const config = parseConfig({
-    PORT: String(port),
-    METRICS_PORT: "0",
-    HOST: "127.0.0.1",
-    NATS_URL: nats.url,
-    DATA_DIR: dir,
-    FEED: `scenario:${scenario}`,
-    SCENARIO_SPEED: "60",
-    JWT_SECRET,
-    TELEGRAM_BOT_TOKEN: BOT_TOKEN,
-    WEBHOOK_ALLOWED_PORTS: String(rx.port),
-  });
-  service = await startService(config, catalog, {
-    log: () => {},
-    onFeedEnd: () => (feedEnded = true),
-    webhookTestOnly: { resolve: async (host) => (host === NAME ? ["127.0.0.1"] : []), ca: rx.ca, allowLoopback: true },
-  });
-  base = `http://127.0.0.1:${service.api.port}`;
+  const env = { FEED: `scenario:${scenario}`, SCENARIO_SPEED: "60", JWT_SECRET, TELEGRAM_BOT_TOKEN: BOT_TOKEN, WEBHOOK_ALLOWED_PORTS: String(rx.port) };
+  const webhookTestOnly = { resolve: async (host: string) => (host === NAME ? ["127.0.0.1"] : []), ca: rx.ca, allowLoopback: true };
+  running = await startTestService({ env, dataDir: dir, catalog, io: { webhookTestOnly } });
+  ({ base } = running);
+  nats = running.nats!;
 
   // Before the first transition (about 8 s in): a stream from the start, and a webhook for USDC.
   stream = new PegStream({ url: base, assets: ["*"], sinceSeq: 0, WebSocket });
@@ -98,15 +81,13 @@ beforeAll(async () => {
   hook = await me.post("/v1/me/webhooks", { body: { url: `https://${NAME}:${rx.port}/hook`, asset: "USDC", threshold_bps: 10 } });
   expect(await me.post("/v1/me/webhooks/{id}/test", { params: { path: { id: hook.id } } })).toBeDefined();
 
-  await waitFor(() => feedEnded, 90_000, "the scenario to end");
-  await waitFor(async () => (await service.store.alerts({ limit: 50, offset: 0 })).length === 5, 30_000, "all 5 transitions projected");
+  await running.scenarioDone(5, 90_000);
 }, 150_000);
 
 afterAll(async () => {
   stream?.close();
-  await service?.stop();
+  await running?.stop();
   await rx?.close();
-  await nats?.dispose();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -5,30 +5,27 @@
  * the API process started (its WebSocket feed's back-fill) and one after (live) both answer 202, an id nobody
  * published answers 404, and once the receipt is stored the answer is 200.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { loadScenario } from "../../src/cli/scenario-files.ts";
-import { startRoleService, type RoleService } from "../../src/cli/service.ts";
-import { parseConfig } from "../../src/config.ts";
+import type { RoleService } from "../../src/cli/service.ts";
 import type { Receipt } from "../../src/methodology/index.ts";
 import { replayScenario } from "../../src/streams/sources/scenario/replay.ts";
 import { ensureTopology, RecentAlertIds, subjects } from "../../src/streams/jetstream/index.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
-import { freePort, waitFor } from "../support/ports.ts";
+import { waitFor } from "../support/ports.ts";
+import { startTestRoleService, type TestService } from "../support/service.ts";
 
 const catalog = loadShippedCatalog();
 
 let nats: TestNats;
 let nc: NatsConnection;
+let running: TestService<RoleService>;
 let service: RoleService;
 let base: string;
 let receipts: readonly Receipt[];
-const dataDir = mkdtempSync(join(tmpdir(), "peg-audit-pending-"));
 const seqs = new Map<string, number>();
 
 async function publish(r: Receipt): Promise<void> {
@@ -49,18 +46,15 @@ beforeAll(async () => {
   nc = await connect({ servers: nats.url });
   await ensureTopology(nc);
   await publish(receipts[0]!); // before the API process starts: its feed's back-fill reads it
-  const port = await freePort();
-  const config = parseConfig({ ROLE: "api", PORT: String(port), METRICS_PORT: "0", HOST: "127.0.0.1", NATS_URL: nats.url, DATA_DIR: dataDir });
-  service = await startRoleService(config, catalog, { log: () => {} });
+  running = await startTestRoleService({ env: { ROLE: "api" }, nats, catalog, prefix: "peg-audit-pending-" });
+  ({ service, base } = running);
   expect(service.api).not.toBeNull();
-  base = `http://127.0.0.1:${service.api!.port}`;
 }, 60_000);
 
 afterAll(async () => {
-  await service?.stop();
+  await running?.stop();
   await nc?.close();
   await nats?.dispose();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe("GET /v1/audit/{alert_id} in ROLE=api", () => {

@@ -3,37 +3,27 @@
  * own (METRICS_HOST, loopback by default; METRICS_PORT, 0 here for a free port), served by uWebSockets.js like the
  * API; the public port answers 404 in the ApiError shape.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import { startService, type Service } from "../../src/cli/service.ts";
+import type { Service } from "../../src/cli/service.ts";
 import { ConfigError, parseConfig } from "../../src/config.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
-import { freePort } from "../support/ports.ts";
+import { startTestService, type TestService } from "../support/service.ts";
 
 const catalog = loadShippedCatalog();
-const dataDir = mkdtempSync(join(tmpdir(), "peg-metrics-"));
-let nats: TestNats;
+let running: TestService;
 let service: Service;
 let api: string;
 let metricsBase: string;
 const logs: { msg: string; fields?: Record<string, unknown> }[] = [];
 
 beforeAll(async () => {
-  nats = await startNats();
-  const config = parseConfig({ PORT: String(await freePort()), METRICS_PORT: "0", HOST: "127.0.0.1", NATS_URL: nats.url, DATA_DIR: dataDir });
-  service = await startService(config, catalog, { log: (_level, msg, fields) => logs.push({ msg, ...(fields === undefined ? {} : { fields }) }) });
-  api = `http://127.0.0.1:${service.api.port}`;
+  running = await startTestService({ catalog, prefix: "peg-metrics-", io: { log: (_level, msg, fields) => logs.push({ msg, ...(fields === undefined ? {} : { fields }) }) } });
+  ({ service, base: api } = running);
   metricsBase = `http://127.0.0.1:${service.api.metricsPort}`;
 }, 120_000);
 
-afterAll(async () => {
-  await service?.stop();
-  await nats?.dispose();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => running?.stop());
 
 /** Local addresses (hex, as /proc/net/tcp{,6} write them) of the sockets listening on `port`. */
 function listeningAddresses(port: number): string[] {

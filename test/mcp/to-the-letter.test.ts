@@ -13,27 +13,20 @@
  *   with Retry-After. TRUST_PROXY lets each test be a client of its own (X-Forwarded-For), so budgets do not mix.
  */
 import { request } from "node:http";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import { startService, type Service } from "../../src/cli/service.ts";
-import { parseConfig } from "../../src/config.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
-import { freePort, waitFor } from "../support/ports.ts";
+import { waitFor } from "../support/ports.ts";
+import { startTestService, type TestService } from "../support/service.ts";
 
 type Obj = Record<string, unknown>;
 
 const DEFAULT_BUDGET = 5;
 const MCP_BUDGET = 40;
 const catalog = loadShippedCatalog();
-const dataDir = mkdtempSync(join(tmpdir(), "peg-mcp-letter-"));
-let nats: TestNats;
-let service: Service;
+let running: TestService;
 let port = 0;
 let nextClient = 1;
 
@@ -97,30 +90,22 @@ async function mcpError(p: Promise<unknown>): Promise<McpError> {
 }
 
 beforeAll(async () => {
-  nats = await startNats();
-  port = await freePort();
-  const config = parseConfig({
-    PORT: String(port),
-    METRICS_PORT: "0",
-    HOST: "127.0.0.1",
-    NATS_URL: nats.url,
-    DATA_DIR: dataDir,
+  const env = {
     TRUST_PROXY: "true",
     RATE_LIMIT_PER_MIN: String(DEFAULT_BUDGET),
     MCP_RATE_LIMIT_PER_MIN: String(MCP_BUDGET),
     CORS_ORIGINS: "https://agent.example.com",
     WEBHOOK_BASE_URL: "https://oracle.example.com",
     MCP_ALLOWED_HOSTS: "mcp.internal:9000",
-  });
-  service = await startService(config, catalog, { log: () => {} });
+  };
+  running = await startTestService({ env, catalog, prefix: "peg-mcp-letter-" });
+  port = running.service.api.port;
   let n = 0;
   await waitFor(async () => (await raw("GET", "/v1/assets/USDC", { "x-forwarded-for": `203.0.113.${(n++ % 250) + 1}` })).status === 200, 60_000, "USDC's card", 100);
 }, 120_000);
 
 afterAll(async () => {
-  await service?.stop();
-  await nats?.dispose();
-  rmSync(dataDir, { recursive: true, force: true });
+  await running?.stop();
 });
 
 describe("Origin and Host (DNS-rebinding protection)", () => {

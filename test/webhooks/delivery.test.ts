@@ -14,14 +14,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import { startService, type Service } from "../../src/cli/service.ts";
-import { parseConfig } from "../../src/config.ts";
+import type { Service } from "../../src/cli/service.ts";
 import { eventIdFor } from "../../src/delivery/index.ts";
 import { BOT_TOKEN, JWT_SECRET, widgetPayload } from "../http/helpers.ts";
 import { NAME, startReceiver, type Receiver } from "../delivery/receiver.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
-import { freePort, waitFor } from "../support/ports.ts";
+import { waitFor } from "../support/ports.ts";
 import { qualifyingAlerts, writeWebhookScenario } from "./scenario.ts";
+import { startTestService, type TestService } from "../support/service.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -32,13 +31,12 @@ const SPEED = 60;
 /** 0, 2.5 ms, 15 ms, 150 ms, 900 ms, 3.6 s: the whole schedule in under 5 s. */
 const TIME_SCALE = "0.0005";
 
-let nats: TestNats;
+let running: TestService;
 let rx: Receiver;
 let service: Service;
 let base: string;
 let token: string;
 let startedAt: number;
-let feedEnded = false;
 
 async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: Obj }> {
   const res = await fetch(base + path, {
@@ -72,30 +70,13 @@ let flaky: Obj;
 let failing: Obj;
 
 beforeAll(async () => {
-  nats = await startNats();
   rx = await startReceiver();
-  const port = await freePort();
   startedAt = Math.floor(Date.now() / 10_000) * 10_000;
   const scenario = writeWebhookScenario(dir, startedAt);
-  const config = parseConfig({
-    PORT: String(port),
-    METRICS_PORT: "0",
-    HOST: "127.0.0.1",
-    NATS_URL: nats.url,
-    DATA_DIR: dir,
-    FEED: `scenario:${scenario}`,
-    SCENARIO_SPEED: String(SPEED),
-    JWT_SECRET,
-    TELEGRAM_BOT_TOKEN: BOT_TOKEN,
-    WEBHOOK_TIME_SCALE: TIME_SCALE,
-    WEBHOOK_ALLOWED_PORTS: String(rx.port),
-  });
-  service = await startService(config, catalog, {
-    log: () => {},
-    onFeedEnd: () => (feedEnded = true),
-    webhookTestOnly: { resolve: async (host) => (host === NAME ? ["127.0.0.1"] : []), ca: rx.ca, allowLoopback: true },
-  });
-  base = `http://127.0.0.1:${service.api.port}`;
+  const env = { FEED: `scenario:${scenario}`, SCENARIO_SPEED: String(SPEED), JWT_SECRET, TELEGRAM_BOT_TOKEN: BOT_TOKEN, WEBHOOK_TIME_SCALE: TIME_SCALE, WEBHOOK_ALLOWED_PORTS: String(rx.port) };
+  const webhookTestOnly = { resolve: async (host: string) => (host === NAME ? ["127.0.0.1"] : []), ca: rx.ca, allowLoopback: true };
+  running = await startTestService({ env, dataDir: dir, catalog, io: { webhookTestOnly } });
+  ({ service, base } = running);
 
   // The receiver trusts exactly the keys the service publishes.
   const keys = (await (await fetch(`${base}/v1/meta/webhook-keys`)).json()) as { keys: { kid: string; public_key: string; status: string }[] };
@@ -120,14 +101,12 @@ beforeAll(async () => {
   // The first transition is ~510 scenario seconds (8.5 s) in: the webhooks exist before it.
   expect(await service.store.alerts({ limit: 1, offset: 0 })).toHaveLength(0);
 
-  await waitFor(() => feedEnded, 60_000, "the scenario to end");
-  await waitFor(async () => (await service.store.alerts({ limit: 50, offset: 0 })).length === 5, 30_000, "all 5 transitions projected");
+  await running.scenarioDone(5);
 }, 120_000);
 
 afterAll(async () => {
-  await service?.stop();
+  await running?.stop();
   await rx?.close();
-  await nats?.dispose();
   rmSync(dir, { recursive: true, force: true });
 });
 

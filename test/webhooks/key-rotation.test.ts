@@ -10,19 +10,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import { startService, type Service } from "../../src/cli/service.ts";
-import { parseConfig } from "../../src/config.ts";
 import { BOT_TOKEN, JWT_SECRET, widgetPayload } from "../http/helpers.ts";
 import { NAME, startReceiver, type Receiver } from "../delivery/receiver.ts";
-import { freePort, waitFor } from "../support/ports.ts";
+import { waitFor } from "../support/ports.ts";
 import { writeWebhookScenario } from "./scenario.ts";
+import { startTestService, type TestService } from "../support/service.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "peg-key-rotation-"));
 const dataDir = join(dir, "data");
 let rx: Receiver;
-let service: Service;
+let running: TestService;
 let base: string;
 
 function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -50,25 +48,15 @@ const keys = async (): Promise<ListedKey[]> => ((await (await fetch(`${base}/v1/
 
 beforeAll(async () => {
   rx = await startReceiver();
-  service = await startService(
-    parseConfig({
-      PORT: String(await freePort()),
-      METRICS_PORT: "0",
-      HOST: "127.0.0.1",
-      DATA_DIR: dataDir, // no NATS_URL: the service runs its own nats-server
-      FEED: `scenario:${writeWebhookScenario(dir, Date.now())}`,
-      JWT_SECRET,
-      TELEGRAM_BOT_TOKEN: BOT_TOKEN,
-      WEBHOOK_ALLOWED_PORTS: String(rx.port),
-    }),
-    loadShippedCatalog(),
-    { log: () => {}, webhookTestOnly: { resolve: async (host) => (host === NAME ? ["127.0.0.1"] : []), ca: rx.ca, allowLoopback: true } },
-  );
-  base = `http://127.0.0.1:${service.api.port}`;
+  const env = { FEED: `scenario:${writeWebhookScenario(dir, Date.now())}`, JWT_SECRET, TELEGRAM_BOT_TOKEN: BOT_TOKEN, WEBHOOK_ALLOWED_PORTS: String(rx.port) };
+  const webhookTestOnly = { resolve: async (host: string) => (host === NAME ? ["127.0.0.1"] : []), ca: rx.ca, allowLoopback: true };
+  // nats "embedded": no NATS_URL, the service runs its own nats-server (the CLI below reaches it through DATA_DIR).
+  running = await startTestService({ env, nats: "embedded", dataDir, io: { webhookTestOnly } });
+  ({ base } = running);
 }, 60_000);
 
 afterAll(async () => {
-  await service?.stop();
+  await running?.stop();
   await rx?.close();
   rmSync(dir, { recursive: true, force: true });
 });

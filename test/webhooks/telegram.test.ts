@@ -18,16 +18,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import { startService, type Service } from "../../src/cli/service.ts";
-import { parseConfig } from "../../src/config.ts";
+import type { Service } from "../../src/cli/service.ts";
 import { decideTelegram } from "../../src/delivery/index.ts";
 import { notificationsOfSubscription, type NotificationRecord } from "../../src/store/index.ts";
 import { BOT_TOKEN, JWT_SECRET, widgetPayload } from "../http/helpers.ts";
 import { CHAT_NAMES, NAME, startReceiver, type Receiver } from "../delivery/receiver.ts";
 import { startBotApi, type BotApi } from "../support/bot-api.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
-import { freePort, waitFor } from "../support/ports.ts";
+import { waitFor } from "../support/ports.ts";
 import { qualifyingAlerts, writeWebhookScenario } from "./scenario.ts";
+import { startTestService, type TestService } from "../support/service.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -39,12 +38,11 @@ const TIME_SCALE = "0.0005";
 const USERS = { plain: 7001, limited: 7002, severe: 7003, asleep: 7004, blocked: 7005, watcher: 7006 } as const;
 type Who = keyof typeof USERS;
 
-let nats: TestNats;
+let running: TestService;
 let bot: BotApi;
 let rx: Receiver;
 let service: Service;
 let base: string;
-let feedEnded = false;
 const tokens = new Map<Who, string>();
 const subs = new Map<Who, number>();
 let quiet: { start: string; end: string };
@@ -62,18 +60,12 @@ async function api(who: Who, method: string, path: string, body?: unknown): Prom
 const hhmm = (h: number): string => `${String(((h % 24) + 24) % 24).padStart(2, "0")}:00`;
 
 beforeAll(async () => {
-  nats = await startNats();
   bot = await startBotApi(BOT_TOKEN);
   bot.script(USERS.limited, { rateLimitedFirst: 2, retryAfterSecs: 1 });
   bot.script(USERS.blocked, "blocked");
   rx = await startReceiver();
   const startedAt = Math.floor(Date.now() / 10_000) * 10_000;
-  const config = parseConfig({
-    PORT: String(await freePort()),
-    METRICS_PORT: "0",
-    HOST: "127.0.0.1",
-    NATS_URL: nats.url,
-    DATA_DIR: dir,
+  const env = {
     FEED: `scenario:${writeWebhookScenario(dir, startedAt)}`,
     SCENARIO_SPEED: "60",
     JWT_SECRET,
@@ -81,14 +73,11 @@ beforeAll(async () => {
     TELEGRAM_API_URL: bot.url,
     WEBHOOK_TIME_SCALE: TIME_SCALE,
     WEBHOOK_ALLOWED_PORTS: String(rx.port),
-  });
+  };
   const names = new Set<string>([NAME, ...CHAT_NAMES]);
-  service = await startService(config, catalog, {
-    log: () => {},
-    onFeedEnd: () => (feedEnded = true),
-    webhookTestOnly: { resolve: async (host) => (names.has(host) ? ["127.0.0.1"] : []), ca: rx.ca, allowLoopback: true },
-  });
-  base = `http://127.0.0.1:${service.api.port}`;
+  const webhookTestOnly = { resolve: async (host: string) => (names.has(host) ? ["127.0.0.1"] : []), ca: rx.ca, allowLoopback: true };
+  running = await startTestService({ env, dataDir: dir, catalog, io: { webhookTestOnly } });
+  ({ service, base } = running);
 
   const hour = new Date().getUTCHours();
   quiet = { start: hhmm(hour - 1), end: hhmm(hour + 3) };
@@ -112,15 +101,13 @@ beforeAll(async () => {
   // The first transition is ~8.5 s in: everything above exists before it.
   expect(await service.store.alerts({ limit: 1, offset: 0 })).toHaveLength(0);
 
-  await waitFor(() => feedEnded, 60_000, "the scenario to end");
-  await waitFor(async () => (await service.store.alerts({ limit: 50, offset: 0 })).length === 5, 30_000, "all 5 transitions projected");
+  await running.scenarioDone(5);
 }, 120_000);
 
 afterAll(async () => {
-  await service?.stop();
+  await running?.stop();
   await bot?.close();
   await rx?.close();
-  await nats?.dispose();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -6,26 +6,23 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect } from "@nats-io/transport-node";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import { startService, type Service } from "../../src/cli/service.ts";
-import { parseConfig } from "../../src/config.ts";
+import type { Service } from "../../src/cli/service.ts";
 import { PEG_STATES } from "../../src/methodology/index.ts";
 import { TOPOLOGY } from "../../src/streams/jetstream/index.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
-import { freePort, sleep, waitFor } from "../support/ports.ts";
+import type { TestNats } from "../support/nats.ts";
+import { sleep, waitFor } from "../support/ports.ts";
+import { startTestService, type TestService } from "../support/service.ts";
 
 const catalog = loadShippedCatalog();
 const USDC = catalog.bySymbol("USDC")!;
+let running: TestService;
 let nats: TestNats;
 let service: Service;
 let url: string;
 let ended = false;
-const dataDir = mkdtempSync(join(tmpdir(), "peg-ws-"));
 
 type Msg = Record<string, unknown> & { type: string };
 
@@ -85,19 +82,15 @@ async function streamSeqs(): Promise<{ first: number; last: number; messages: nu
 }
 
 beforeAll(async () => {
-  nats = await startNats();
-  const port = await freePort();
   // transition-burst: 40 scenario minutes of 12 stables escalating and relaxing; at 300x it lasts about 8 s.
-  const config = parseConfig({ PORT: String(port), METRICS_PORT: "0", HOST: "127.0.0.1", NATS_URL: nats.url, DATA_DIR: dataDir, FEED: "scenario:transition-burst", SCENARIO_SPEED: "300" });
-  service = await startService(config, catalog, { log: () => {}, onFeedEnd: () => (ended = true) });
+  const env = { FEED: "scenario:transition-burst", SCENARIO_SPEED: "300" };
+  running = await startTestService({ env, catalog, prefix: "peg-ws-", io: { onFeedEnd: () => (ended = true) } });
+  ({ service } = running);
+  nats = running.nats!;
   url = `ws://127.0.0.1:${service.api.port}/v1/ws`;
 }, 120_000);
 
-afterAll(async () => {
-  await service?.stop();
-  await nats?.dispose();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => running?.stop());
 
 describe("/v1/ws on the running service", () => {
   it("a client that is cut off during the burst and resumes with since_seq has every transition exactly once", async () => {
