@@ -198,9 +198,9 @@ export interface Config {
   /**
    * How far back history is kept (issue 25; HISTORY_RAW_DAYS, HISTORY_1M_DAYS): raw samples 7 days, 1-minute rollups
    * 90 days by default, dropped by whole day partitions (up to a day more is kept). Transitions and receipts are never
-   * dropped.
+   * dropped. `samplesStreamMaxBytes` (SAMPLES_STREAM_MAX_GB, 10 GiB) bounds JetStream's `PEG_SAMPLES` besides its 24 h.
    */
-  readonly history: { readonly rawDays: number; readonly rollupDays: number };
+  readonly history: { readonly rawDays: number; readonly rollupDays: number; readonly samplesStreamMaxBytes: number };
   /** The agent tools' x402 payments (docs/agents.md); `payTo` null (the default): paid tools off. */
   readonly x402: X402Config;
 }
@@ -273,6 +273,7 @@ export const CONFIG_VARIABLES = [
   { name: "NATS_REPLICAS", default: "1", secret: false, description: "JetStream replicas of the streams and KV buckets, integer 1-5; 3 on a three-node nats-server cluster." },
   { name: "HISTORY_RAW_DAYS", default: "7", secret: false, description: "Days raw samples are kept (GET /v1/assets/{symbol}/history?bucket=raw), integer 1-3650; older ones are dropped by whole day partitions (up to a day more is kept), and a window that ends before that is answered with the empty list and an x-history-reason header (x-history-kept-from: the oldest instant kept)." },
   { name: "HISTORY_1M_DAYS", default: "90", secret: false, description: "Days 1-minute rollups are kept (bucket=1m, calibration), integer 1-3650; dropped as HISTORY_RAW_DAYS. Transitions and receipts are never dropped." },
+  { name: "SAMPLES_STREAM_MAX_GB", default: "10", secret: false, description: "GiB the JetStream stream PEG_SAMPLES may hold, integer 1-100000, besides its 24 h: the oldest samples are discarded first. A server whose file store cannot reserve it gets the largest halving that fits (docs/nats.md has the sizing)." },
   { name: "KAMINO_POSITIONS_URL", default: null, secret: false, description: "Base URL serving Kamino lending obligations market-wide (`<url>/kamino-market/<market>/obligations`, Kamino's obligation JSON) for the advisory loop-exposure figures. Unset: simulated lending positions." },
   { name: "METHODOLOGY_REGISTRY", default: null, secret: false, description: "Path to a methodology lifecycle registry (JSON, the shape of src/methodology/registry.json) that replaces the shipped one, e.g. to mark this build's version deprecated or broken (docs/methodology-lifecycle.md). Unset: the shipped registry." },
   { name: "X402_PAY_TO", default: null, secret: false, description: "Base58 Solana address that receives the agent tools' x402 payments in USDC (into its USDC associated token account, which must exist). Setting it enables the paid MCP tools (get_peg_feed, subscribe_peg_events, simulate_depeg) at /mcp and GET /x402/peg-feed and /x402/events (docs/agents.md); the 402 challenge needs no RPC. Unset: free tools only." },
@@ -408,7 +409,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>, b
     },
     role: read("ROLE", parseRole, "all"),
     natsReplicas: read("NATS_REPLICAS", integerIn(1, 5), 1),
-    history: { rawDays: read("HISTORY_RAW_DAYS", integerIn(1, 3650), 7), rollupDays: read("HISTORY_1M_DAYS", integerIn(1, 3650), 90) },
+    history: { rawDays: read("HISTORY_RAW_DAYS", integerIn(1, 3650), 7), rollupDays: read("HISTORY_1M_DAYS", integerIn(1, 3650), 90), samplesStreamMaxBytes: read("SAMPLES_STREAM_MAX_GB", integerIn(1, 100_000), 10) * 2 ** 30 },
     x402: {
       payTo: read("X402_PAY_TO", parsePayTo),
       network: read("X402_NETWORK", parseNetwork, X402_NETWORKS[0]!),

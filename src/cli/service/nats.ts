@@ -28,7 +28,8 @@ export async function openNats(config: Config, log: LogFn, undo: UndoStack): Pro
   // that is for every JetStream publish: 10 % of the engine's CPU at 4,000 samples/s (docs/benchmarks.md).
   const nc = await connect({ servers: [...servers], name: "peg-oracle", maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
   undo.push(() => nc.close());
-  const topology = await ensureTopology(nc, config.natsReplicas);
+  const topology = await ensureTopology(nc, config.natsReplicas, { samplesMaxBytes: config.history.samplesStreamMaxBytes });
+  if (topology.samplesMaxBytes < config.history.samplesStreamMaxBytes) log("warn", "PEG_SAMPLES holds less than SAMPLES_STREAM_MAX_GB: the server's file store could not reserve it", { max_bytes: topology.samplesMaxBytes });
   return { nc, servers, embedded, topology };
 }
 

@@ -4,7 +4,8 @@ import { nanos, type NatsConnection } from "@nats-io/transport-node";
 
 /** Stream and bucket names and subjects (addendum E). Subject tokens are mints, never symbols. */
 export const TOPOLOGY = {
-  samples: { stream: "PEG_SAMPLES", subjects: "peg.sample.>", maxAgeMs: 24 * 3600_000 },
+  /** `maxBytes`: the default bound (10 GiB; SAMPLES_STREAM_MAX_GB), whichever of it and 24 h is reached first. */
+  samples: { stream: "PEG_SAMPLES", subjects: "peg.sample.>", maxAgeMs: 24 * 3600_000, maxBytes: 10 * 2 ** 30 },
   transitions: { stream: "PEG_TRANSITIONS", subjects: "peg.transition.>", maxAgeMs: 400 * 24 * 3600_000 },
   deliveries: { stream: "PEG_DELIVERIES", subjects: "peg.delivery.>" },
   actors: { bucket: "peg_actors" },
@@ -42,24 +43,52 @@ function isNotFound(e: unknown): boolean {
 export interface Topology {
   readonly jsm: JetStreamManager;
   readonly actors: KV;
+  /** The byte bound `PEG_SAMPLES` got: the one asked for, or less when the server could not reserve it (halved until it could). */
+  readonly samplesMaxBytes: number;
+}
+
+/** The smallest bound tried before giving up on reserving one for `PEG_SAMPLES`. */
+const MIN_SAMPLES_BYTES = 64 * 2 ** 20;
+
+/** A file stream's `max_bytes` is reserved from the server's `max_file_store`: JetStream error 10047 when it does not fit. */
+function isInsufficientStorage(e: unknown): boolean {
+  const api = (e as { api_error?: { err_code?: number } } | null)?.api_error;
+  return api?.err_code === 10047 || /insufficient storage/i.test(e instanceof Error ? e.message : String(e));
+}
+
+/**
+ * `PEG_SAMPLES`, bounded by age (24 h) and by bytes (discard old: the oldest samples go first). A server whose file
+ * store cannot reserve `maxBytes` gets the largest halving of it that fits, down to 64 MiB.
+ */
+async function ensureSamples(jsm: JetStreamManager, replicas: number, maxBytes: number): Promise<number> {
+  for (let bytes = maxBytes; ; bytes = Math.floor(bytes / 2)) {
+    try {
+      await ensureStream(jsm, {
+        name: TOPOLOGY.samples.stream,
+        subjects: [TOPOLOGY.samples.subjects],
+        retention: RetentionPolicy.Limits,
+        storage: StorageType.File,
+        discard: DiscardPolicy.Old,
+        max_age: nanos(TOPOLOGY.samples.maxAgeMs),
+        max_bytes: bytes,
+        duplicate_window: nanos(60_000),
+        num_replicas: replicas,
+      });
+      return bytes;
+    } catch (e) {
+      if (!isInsufficientStorage(e) || bytes / 2 < MIN_SAMPLES_BYTES) throw e;
+    }
+  }
 }
 
 /**
  * Creates (or updates) the streams and the KV bucket the service uses, idempotently: safe on every start and from
- * several processes at once. `replicas` is 1 on a single server, 3 on a cluster.
+ * several processes at once. `replicas` is 1 on a single server, 3 on a cluster; `samplesMaxBytes` bounds
+ * `PEG_SAMPLES` (default `TOPOLOGY.samples.maxBytes`).
  */
-export async function ensureTopology(nc: NatsConnection, replicas = 1): Promise<Topology> {
+export async function ensureTopology(nc: NatsConnection, replicas = 1, options: { readonly samplesMaxBytes?: number } = {}): Promise<Topology> {
   const jsm = await jetstreamManager(nc);
-  await ensureStream(jsm, {
-    name: TOPOLOGY.samples.stream,
-    subjects: [TOPOLOGY.samples.subjects],
-    retention: RetentionPolicy.Limits,
-    storage: StorageType.File,
-    discard: DiscardPolicy.Old,
-    max_age: nanos(TOPOLOGY.samples.maxAgeMs),
-    duplicate_window: nanos(60_000),
-    num_replicas: replicas,
-  });
+  const samplesMaxBytes = await ensureSamples(jsm, replicas, options.samplesMaxBytes ?? TOPOLOGY.samples.maxBytes);
   await ensureStream(jsm, {
     name: TOPOLOGY.transitions.stream,
     subjects: [TOPOLOGY.transitions.subjects],
@@ -78,5 +107,5 @@ export async function ensureTopology(nc: NatsConnection, replicas = 1): Promise<
     num_replicas: replicas,
   });
   const actors = await new Kvm(nc).create(TOPOLOGY.actors.bucket, { history: 1, replicas });
-  return { jsm, actors };
+  return { jsm, actors, samplesMaxBytes };
 }
