@@ -195,6 +195,8 @@ export interface Config {
   readonly role: Role;
   /** JetStream replicas of the streams and buckets the service creates, 1-5 (3 on a three-node cluster). Default 1. */
   readonly natsReplicas: number;
+  /** Engines lease partitions of the assets (LEASE_PARTITIONS > 0) or each asset (0, the default). */
+  readonly leasePartitions: number;
   /**
    * How far back history is kept (issue 25; HISTORY_RAW_DAYS, HISTORY_1M_DAYS): raw samples 7 days, 1-minute rollups
    * 90 days by default, dropped by whole day partitions (up to a day more is kept). Transitions and receipts are never
@@ -271,6 +273,7 @@ export const CONFIG_VARIABLES = [
   { name: "ANCHOR_DAILY_BUDGET", default: "100", secret: false, description: "On-chain commits per UTC day, integer 0-100000; transitions past it are not_applicable (cost-gated)." },
   { name: "ROLE", default: "all", secret: false, description: "Parts this process runs: all (everything, one process), engine (intake and the actors of the assets it leases in NATS KV, projectors, webhook delivery; no HTTP) or api (HTTP and WebSocket; no actors). See docs/scaling.md." },
   { name: "NATS_REPLICAS", default: "1", secret: false, description: "JetStream replicas of the streams and KV buckets, integer 1-5; 3 on a three-node nats-server cluster." },
+  { name: "LEASE_PARTITIONS", default: "0", secret: false, description: "ROLE=engine: lease partitions of the assets instead of each asset, integer 0-4096 (e.g. 64 or 256); an asset's partition is FNV-1a-32 of its mint modulo this count (docs/scaling.md), so every engine of a deployment must use the same value. 0: one lease per asset." },
   { name: "HISTORY_RAW_DAYS", default: "7", secret: false, description: "Days raw samples are kept (GET /v1/assets/{symbol}/history?bucket=raw), integer 1-3650; older ones are dropped by whole day partitions (up to a day more is kept), and a window that ends before that is answered with the empty list and an x-history-reason header (x-history-kept-from: the oldest instant kept)." },
   { name: "HISTORY_1M_DAYS", default: "90", secret: false, description: "Days 1-minute rollups are kept (bucket=1m, calibration), integer 1-3650; dropped as HISTORY_RAW_DAYS. Transitions and receipts are never dropped." },
   { name: "SAMPLES_STREAM_MAX_GB", default: "10", secret: false, description: "GiB the JetStream stream PEG_SAMPLES may hold, integer 1-100000, besides its 24 h: the oldest samples are discarded first. A server whose file store cannot reserve it gets the largest halving that fits (docs/nats.md has the sizing)." },
@@ -409,6 +412,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>, b
     },
     role: read("ROLE", parseRole, "all"),
     natsReplicas: read("NATS_REPLICAS", integerIn(1, 5), 1),
+    leasePartitions: read("LEASE_PARTITIONS", integerIn(0, 4096), 0),
     history: { rawDays: read("HISTORY_RAW_DAYS", integerIn(1, 3650), 7), rollupDays: read("HISTORY_1M_DAYS", integerIn(1, 3650), 90), samplesStreamMaxBytes: read("SAMPLES_STREAM_MAX_GB", integerIn(1, 100_000), 10) * 2 ** 30 },
     x402: {
       payTo: read("X402_PAY_TO", parsePayTo),

@@ -65,7 +65,7 @@ export async function serveCommand(_args: readonly string[], io: CliIO, deps: { 
   log("info", "serving", {
     feed: config.feed.kind === "scenario" ? `scenario:${config.feed.name}` : config.feed.kind,
     role: service.role,
-    assets: service.partition === null ? service.host.size : service.partition.leases.held.size,
+    assets: service.partition === null ? service.host.size : service.partition.heldAssets(),
     ...(service.partition === null ? {} : { engine: service.partition.self }),
     ...(service.api === null ? {} : { port: service.api.port, metrics_port: service.api.metricsPort }),
     store: service.store.kind,

@@ -135,7 +135,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     const { worker, stop: stopDelivery } = await delivery.running();
     if (partition !== null) {
       await partition.leases.start();
-      log("info", "engine leases", { engine: partition.self, held: partition.leases.held.size, assets: catalog.active.length });
+      log("info", "engine leases", { engine: partition.self, held: partition.heldAssets(), assets: catalog.active.length, leases: partition.leases.held.size });
     }
     // 9. Intake.
     const stopIntake = openIntake({ config, feed, host, partition, api, projectors, onFeedEnd: io.onFeedEnd, log });

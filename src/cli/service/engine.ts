@@ -185,6 +185,7 @@ export async function startEngine(p: EngineParts): Promise<Engine> {
       engineClock: p.feed.clock,
       log,
       fromStore: p.fromStore,
+      partitions: config.leasePartitions,
       // A live feed cannot be replayed: the partition keeps what it received instead (and so does a scenario run
       // with SCENARIO_CATCHUP=received, which rehearses exactly that).
       ...(p.feed.samplesOf !== undefined && config.scenarioCatchUp === "file" ? { samplesOf: p.feed.samplesOf } : {}),

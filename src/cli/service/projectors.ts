@@ -72,7 +72,7 @@ export function startProjectors(p: ProjectorParts): Projectors {
   };
   p.throttle.watch(() => {
     const s = link.stats;
-    const tick = partition === null ? catalog.active.length : partition.leases.held.size;
+    const tick = partition === null ? catalog.active.length : partition.heldAssets();
     if (s.queuedSamples + tick > s.maxQueuedSamples) {
       return `the sample publish queue holds ${s.queuedSamples} of ${s.maxQueuedSamples}, no room for a tick of ${tick}`;
     }

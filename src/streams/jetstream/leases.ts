@@ -64,6 +64,8 @@ export interface LeaseStore {
 
 export const LEASE_KEYS = {
   asset: (mint: string) => `asset.${mint}`,
+  /** A partition's lease (src/streams/jetstream/lease-partitions.ts): the unit of ownership when LEASE_PARTITIONS > 0. */
+  partition: (n: string) => `partition.${n}`,
   engine: (id: string) => `engine.${id}`,
 } as const;
 
@@ -135,8 +137,10 @@ export interface LeaseManagerOptions {
   readonly store: LeaseStore;
   /** This engine's id (unique per process start). */
   readonly self: string;
-  /** Every asset to run (mints). */
+  /** Every asset to run (mints), or every partition when `keyPrefix` is `partition.`: the units leased. */
   readonly assets: readonly string[];
+  /** The lease keys' prefix: `asset.` (default: one lease per asset) or `partition.` (one per partition). */
+  readonly keyPrefix?: "asset." | "partition.";
   /** Wall clock (leases are wall-clock time, whatever the feed's clock). */
   readonly clock: Clock;
   readonly handlers: LeaseHandlers;
@@ -177,6 +181,7 @@ export class LeaseManager {
   readonly #fenceAfter: number;
   readonly #log: LogFn;
   readonly #held = new Map<string, Held>();
+  readonly #prefix: "asset." | "partition.";
   #renewTimer: unknown = null;
   #planTimer: unknown = null;
   #renewing: Promise<void> | null = null;
@@ -198,6 +203,12 @@ export class LeaseManager {
       throw new RangeError("lease timing must satisfy 0 < renewEveryMs < fenceAfterMs < ttlMs");
     }
     this.#log = options.log ?? (() => {});
+    this.#prefix = options.keyPrefix ?? "asset.";
+  }
+
+  /** The lease key of one unit (an asset's mint, or a partition's number). */
+  #key(unit: string): string {
+    return `${this.#prefix}${unit}`;
   }
 
   /** Mints held now. */
@@ -269,10 +280,10 @@ export class LeaseManager {
     this.#planSoon = false;
     const { store, self, clock } = this.#o;
     try {
-      const [leases, engines] = await Promise.all([store.list("asset."), store.list("engine.")]);
+      const [leases, engines] = await Promise.all([store.list(this.#prefix), store.list("engine.")]);
       const now = clock.now();
       const byMint = new Map<string, LeaseRecord>();
-      for (const [key, r] of leases) byMint.set(key.slice("asset.".length), r);
+      for (const [key, r] of leases) byMint.set(key.slice(this.#prefix.length), r);
       // A lease naming us that we do not hold: an acquisition whose reply was lost. It is ours until it expires (nobody
       // else can write it before): take it as held, like a fresh acquisition.
       const orphans = [...byMint].filter(
@@ -312,7 +323,7 @@ export class LeaseManager {
     if (held === undefined || held.releasing === true) return;
     const sentAt = this.#o.clock.now();
     try {
-      const revision = await this.#o.store.update(LEASE_KEYS.asset(mint), { owner: this.#o.self, expires_at: sentAt + this.#ttl }, held.revision);
+      const revision = await this.#o.store.update(this.#key(mint), { owner: this.#o.self, expires_at: sentAt + this.#ttl }, held.revision);
       if (this.#held.get(mint) !== held) return; // fenced meanwhile: the actor is stopped; the lease expires on its own
       held.revision = revision;
       held.sentAt = sentAt;
@@ -325,7 +336,7 @@ export class LeaseManager {
       }
       if (this.#held.get(mint) !== held) return;
       // A renewal whose reply was lost may have landed: the key then still names us, at a newer revision.
-      const current = await this.#o.store.get(LEASE_KEYS.asset(mint)).catch(() => null);
+      const current = await this.#o.store.get(this.#key(mint)).catch(() => null);
       if (this.#held.get(mint) !== held) return;
       if (current !== null && current.value.owner === this.#o.self && current.value.expires_at > this.#o.clock.now()) {
         held.revision = current.revision;
@@ -347,7 +358,7 @@ export class LeaseManager {
 
   async #acquire(mint: string, revision: number | null): Promise<void> {
     const { store, self, clock } = this.#o;
-    const key = LEASE_KEYS.asset(mint);
+    const key = this.#key(mint);
     const sentAt = clock.now();
     const value = { owner: self, expires_at: sentAt + this.#ttl };
     let rev: number;
@@ -394,7 +405,7 @@ export class LeaseManager {
     if (this.#held.get(mint) !== held) return; // fenced or lost during the flush: nothing left to delete
     this.#drop(mint, held);
     this.#stats.released++;
-    await this.#o.store.remove(LEASE_KEYS.asset(mint), held.revision).catch((e: unknown) => {
+    await this.#o.store.remove(this.#key(mint), held.revision).catch((e: unknown) => {
       this.#log("warn", "could not delete a released lease; it expires on its own", { mint, error: e instanceof Error ? e.message : String(e) });
     });
   }

@@ -4,6 +4,7 @@ import type { ActorHost, HostAsset, IngestResult } from "../../actors/index.ts";
 import type { Clock } from "../../clock.ts";
 import type { EpochMs, Sample } from "../../methodology/index.ts";
 import type { EngineLink, LogFn } from "./engine-link.ts";
+import { leaseUnits } from "./lease-partitions.ts";
 import { LeaseManager, type LeaseManagerOptions, type LeaseStore } from "./leases.ts";
 import { RecentSamples, type ReceivedSample } from "./recent-samples.ts";
 import { readRecovery } from "./recovery.ts";
@@ -39,6 +40,12 @@ export interface PartitionOptions {
    */
   readonly retainMs?: number;
   readonly lease?: Pick<LeaseManagerOptions, "ttlMs" | "renewEveryMs" | "fenceAfterMs">;
+  /**
+   * Lease partitions (LEASE_PARTITIONS): 0 (default) leases each asset; P > 0 leases partitions of the assets by
+   * `partitionOf(mint, P)` (src/streams/jetstream/lease-partitions.ts), every asset of a partition gained, lost and
+   * handed back together.
+   */
+  readonly partitions?: number;
   /** Engine id (default a random UUID: unique per process start). */
   readonly self?: string;
 }
@@ -46,8 +53,13 @@ export interface PartitionOptions {
 /** The assets of one engine process among several (docs/scaling.md). */
 export interface Partition {
   readonly self: string;
+  /** The lease manager: its units are assets, or partitions (`partitions` > 0). */
   readonly leases: LeaseManager;
   readonly store: LeaseStore;
+  /** True when this engine holds the lease of the asset (its own, or its partition's). */
+  holds(mint: string): boolean;
+  /** How many assets this engine holds leases for. */
+  heldAssets(): number;
   /** Routes a sample to its actor when this engine runs the asset and the sample is new to it. */
   ingest(sample: Sample, now: EpochMs): IngestResult;
   /** Hands every lease back (actors stopped, transitions acked, snapshots flushed). */
@@ -120,7 +132,7 @@ export function startPartition(o: PartitionOptions): Partition {
     });
     const recovered = read.states.get(mint);
     // Fenced or lost while the state was being read: the actor must not start.
-    if (!leases.held.has(mint)) return;
+    if (!holds(mint)) return;
     // Before the actor starts: its first transition is published expecting the last one read with its state.
     o.link.fence(mint, read.transitionSeqs.get(mint) ?? 0);
     const what = fromStream ? "restored asset from the stream after a rejected transition" : "acquired asset";
@@ -146,37 +158,56 @@ export function startPartition(o: PartitionOptions): Partition {
     o.log("info", what, { asset: asset.symbol, mint, from: recovered.source, state_at: at === null ? null : new Date(at).toISOString(), caught_up: caughtUp });
   };
 
+  const units = leaseUnits(
+    o.assets.map((a) => a.mint),
+    o.partitions ?? 0,
+  );
+  const holds = (mint: string): boolean => leases.held.has(units.unitOf(mint));
   const leases = new LeaseManager({
     store,
     self,
-    assets: o.assets.map((a) => a.mint),
+    assets: units.units,
+    keyPrefix: units.keyPrefix,
     clock: o.clock,
     log: o.log,
     ...o.lease,
     handlers: {
-      acquired,
-      lost: (mint) => {
-        if (o.host.runs(mint)) o.host.release(mint);
-        o.link.revoke(mint);
-        o.log("warn", "asset stopped: lease lost", { mint });
+      // A partition's assets are restored together (a failover restores all of a dead engine's partitions at once).
+      acquired: async (unit) => {
+        await Promise.all(units.assetsOf(unit).map((mint) => acquired(mint)));
       },
-      release: async (mint) => {
-        if (o.host.runs(mint)) o.host.release(mint);
-        await o.link.settle(mint);
-        o.log("info", "released asset", { mint });
+      lost: (unit) => {
+        for (const mint of units.assetsOf(unit)) {
+          if (o.host.runs(mint)) o.host.release(mint);
+          o.link.revoke(mint);
+        }
+        o.log("warn", "assets stopped: lease lost", { lease: `${units.keyPrefix}${unit}`, assets: units.assetsOf(unit).length });
+      },
+      // Every asset of the unit is stopped, its transitions acknowledged and its snapshot flushed before the lease goes.
+      release: async (unit) => {
+        const mints = units.assetsOf(unit);
+        for (const mint of mints) if (o.host.runs(mint)) o.host.release(mint);
+        await Promise.all(mints.map((mint) => o.link.settle(mint)));
+        o.log("info", "released assets", { lease: `${units.keyPrefix}${unit}`, assets: mints.length });
       },
     },
   });
 
   // A rejected fencing token while the lease is still ours: the stream moved (the previous owner's late publish).
   o.link.onConflict(async (mint) => {
-    if (leases.held.has(mint)) await acquired(mint, true);
+    if (holds(mint)) await acquired(mint, true);
   });
 
   return {
     self,
     leases,
     store,
+    holds,
+    heldAssets: () => {
+      let n = 0;
+      for (const unit of leases.held) n += units.assetsOf(unit).length;
+      return n;
+    },
     ingest: (sample, now) => {
       const asset = bySymbol.get(sample.asset);
       if (asset === undefined) return { status: "unknown_asset" };
