@@ -5,72 +5,18 @@
  * a configuration from a plain object. Every problem is collected before anything throws, so an operator fixes a
  * broken deployment in one round trip instead of one variable per restart.
  */
-import { readFileSync } from "node:fs";
-import { isIP } from "node:net";
 import { join } from "node:path";
-import {
-  DEFAULT_SUSTAINED_SECS,
-  MethodologyRegistryError,
-  SHIPPED_REGISTRY,
-  ownRelease,
-  parseDecimal,
-  parseRegistry,
-  type MethodologyRelease,
-} from "./methodology/index.ts";
+import { DEFAULT_SUSTAINED_SECS, SHIPPED_REGISTRY, ownRelease, type MethodologyRelease } from "./methodology/index.ts";
 import { parseSecretsKey } from "./secret-box.ts";
 import { DEFAULT_PRICES, DEFAULT_PRICES_TEXT, X402_NETWORKS, parseNetwork, parsePayTo, parsePrices, type X402Config } from "./x402/config.ts";
+import type { AnchorConfig, ConfigVariable, DatabaseConfig, FeaturesConfig, FeedConfig, LogLevel, NatsConfig, Role, SourcesConfig } from "./config/kinds.ts";
+import { deepFreeze, redactUrlText, shown } from "./config/redact.ts";
+import { bad, ok, integerIn, listOf, parseBoolean, parseDatabaseUrl, parseDataDir, parseFeed, parseGitSha, parseHost, parseHostHeader, parseHttpUrl, parseIp, parseJwtSecret, parseLogLevel, parseMethodologyRegistry, parseNatsUrls, parseOrigin, parsePortList, parseRole, parseSpeed, parseToken, parseTrustProxy, type Parsed } from "./config/values.ts";
 
-/** Where samples come from. `scenario` replays `scenarios/<name>.jsonl` on a simulated clock. */
-export type FeedConfig =
-  | { readonly kind: "sim" }
-  | { readonly kind: "live" }
-  | { readonly kind: "scenario"; readonly name: string };
-
-/** Where rows are stored. Unset `DATABASE_URL` means an embedded PGlite database under `DATA_DIR/pg`. */
-export type DatabaseConfig =
-  | { readonly kind: "pglite"; readonly dataDir: string }
-  | { readonly kind: "postgres"; readonly url: string };
-
-/** Which NATS to use. Unset `NATS_URL` means the service starts its own nats-server with its store in `DATA_DIR/nats`. */
-export type NatsConfig =
-  | { readonly kind: "embedded"; readonly storeDir: string }
-  | { readonly kind: "external"; readonly servers: readonly string[] };
-
-export type LogLevel = "debug" | "info" | "warn" | "error";
-
-/**
- * Which parts a process runs (docs/scaling.md). `all`: everything in one process (the single-machine deployment).
- * `engine`: intake, the actors of the assets it leases, projectors, webhook dispatch and delivery, anchoring; no HTTP.
- * `api`: HTTP, WebSocket and auth over the shared store and NATS; no actors, no intake.
- */
-export type Role = "engine" | "api" | "all";
-
-/** Base URLs of the live sources, without a trailing slash (unless they carry a query string). */
-export interface SourcesConfig {
-  /** Pyth Hermes price service. Default `https://hermes.pyth.network`. */
-  readonly pythHermesUrl: string;
-  /** Jupiter price/quote API. Default `https://api.jup.ag`. */
-  readonly jupiterApiUrl: string;
-  /** Jupiter API key, sent as a header; null when unset (keyless tier). Secret. */
-  readonly jupiterApiKey: string | null;
-  /** Sanctum LST API. Default `https://sanctum-api.ironforge.network`. */
-  readonly sanctumApiUrl: string;
-  /** Solana JSON-RPC endpoint. Default `https://api.mainnet-beta.solana.com`. */
-  readonly solanaRpcUrl: string;
-}
-
-/**
- * Features that depend on an optional secret. A missing secret disables its feature (with a log line, see
- * `featureNotices`); it never stops the service from starting.
- */
-export interface FeaturesConfig {
-  /** Session JWTs and the `/v1/me/*` routes; needs `JWT_SECRET`. */
-  readonly auth: boolean;
-  /** Telegram login widget; needs `JWT_SECRET` (to issue the session) and `TELEGRAM_BOT_TOKEN` (to check it). */
-  readonly telegramLogin: boolean;
-  /** Alert messages through the Telegram Bot API; needs `TELEGRAM_BOT_TOKEN`. */
-  readonly telegramBot: boolean;
-}
+// The kinds of value a setting takes, their parsers and the redaction live in src/config/; this module is the
+// configuration itself (its variables, `parseConfig`, notices) and the one entry the rest of the service imports.
+export type { AnchorConfig, ConfigVariable, DatabaseConfig, FeaturesConfig, FeedConfig, LogLevel, NatsConfig, Role, SourcesConfig } from "./config/kinds.ts";
+export { redactUrlText } from "./config/redact.ts";
 
 /** The validated, deeply frozen service configuration. Built once by `parseConfig`. */
 export interface Config {
@@ -207,28 +153,6 @@ export interface Config {
   readonly x402: X402Config;
 }
 
-/**
- * On-chain anchoring of receipts (methodology section 8). Enabled only when `SOLANA_RPC_URL` is set explicitly: the
- * default URL serves the live feed's reads, and a deployment must choose the cluster its commits are paid on.
- */
-export interface AnchorConfig {
-  /** True when `SOLANA_RPC_URL` was given; commits are then sent to `sources.solanaRpcUrl`. */
-  readonly enabled: boolean;
-  /** Solana CLI keypair file of the fee payer; null: a key generated on first start and kept in the store (sealed). */
-  readonly keypairPath: string | null;
-  /** Commits per UTC day, >= 0; past it a transition is `not_applicable` (cost-gated). Default 100. */
-  readonly dailyBudget: number;
-}
-
-/** One row of the configuration reference (README, `--help`). `default: null` means unset by default. */
-export interface ConfigVariable {
-  readonly name: string;
-  readonly default: string | null;
-  readonly description: string;
-  /** Secrets are never echoed, not even in error messages. */
-  readonly secret: boolean;
-}
-
 /** Every environment variable the service reads, in the order errors are reported. */
 export const CONFIG_VARIABLES = [
   { name: "PORT", default: "8080", secret: false, description: "HTTP/WebSocket port, integer 1-65535." },
@@ -310,16 +234,7 @@ export class ConfigError extends Error {
   }
 }
 
-type Parsed<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly expected: string };
-const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
-const bad = (expected: string): Parsed<never> => ({ ok: false, expected });
-
 const VARIABLE = new Map<string, ConfigVariable>(CONFIG_VARIABLES.map((v) => [v.name, v]));
-const URL_VARIABLES = new Set<string>([
-  "DATABASE_URL", "NATS_URL", "PYTH_HERMES_URL", "JUPITER_API_URL", "SANCTUM_API_URL", "SOLANA_RPC_URL", "X402_FACILITATOR_URL",
-]);
-const MAX_SHOWN = 120;
-
 /**
  * Builds the configuration from environment text. Empty (or blank) values count as unset, so `FOO=` in an env file
  * means "use the default". Throws one `ConfigError` listing every invalid variable. `build.gitSha` is the running
@@ -474,225 +389,4 @@ export function describeConfig(config: Config): Record<string, unknown> {
     },
     x402: { ...config.x402, facilitatorUrl: config.x402.facilitatorUrl === null ? null : redactUrlText(config.x402.facilitatorUrl) },
   };
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Value parsers. Each returns what it expected on failure, so the error line tells the operator what to write.
-
-function integerIn(min: number, max: number): (text: string) => Parsed<number> {
-  const expected = `expected an integer from ${min} to ${max}`;
-  return (text) => {
-    if (!/^\d{1,16}$/.test(text)) return bad(expected);
-    const n = Number(text);
-    return n >= min && n <= max ? ok(n) : bad(expected);
-  };
-}
-
-function parseBoolean(text: string): Parsed<boolean> {
-  const t = text.toLowerCase();
-  if (t === "true" || t === "1" || t === "yes") return ok(true);
-  if (t === "false" || t === "0" || t === "no") return ok(false);
-  return bad("expected a boolean: true, false, 1, 0, yes or no");
-}
-
-/** TRUST_PROXY: a boolean, or the list of trusted proxy addresses (which implies true). */
-function parseTrustProxy(text: string): Parsed<{ trust: boolean; proxies: readonly string[] }> {
-  const b = parseBoolean(text);
-  if (b.ok) return ok({ trust: b.value, proxies: [] });
-  const parts = text.split(",").map((p) => p.trim()).filter((p) => p !== "");
-  if (parts.length === 0 || parts.some((p) => isIP(p) === 0)) {
-    return bad("expected true, false, 1, 0, yes, no, or a comma-separated list of trusted proxy IP addresses");
-  }
-  return ok({ trust: true, proxies: parts });
-}
-
-/** WEBHOOK_ALLOWED_PORTS: destination ports 1-65535, without leading zeros; duplicates dropped, ascending. */
-function parsePortList(text: string): Parsed<readonly number[]> {
-  const ports = new Set<number>();
-  const wrong: string[] = [];
-  for (const entry of splitList(text)) {
-    const n = /^[1-9]\d{0,4}$/.test(entry) ? Number(entry) : NaN;
-    if (n <= 65_535) ports.add(n);
-    else wrong.push(JSON.stringify(entry.slice(0, 20)));
-  }
-  if (wrong.length > 0) return bad(`expected comma-separated ports 1-65535 such as 8443,9443; not ports: ${wrong.join(", ")}`);
-  return ok([...ports].sort((a, b) => a - b));
-}
-
-function parseSpeed(text: string): Parsed<number> {
-  const expected = "expected a positive decimal multiplier such as 1, 10 or 0.5";
-  if (!/^\d+(?:\.\d+)?$/.test(text)) return bad(expected);
-  const d = parseDecimal(text);
-  if (d === null || !d.gt(0)) return bad(expected);
-  const n = d.toNumber();
-  return Number.isFinite(n) && n > 0 ? ok(n) : bad(expected);
-}
-
-function parseDataDir(text: string): Parsed<string> {
-  return text.includes("\0") ? bad("expected a directory path") : ok(text);
-}
-
-const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
-
-function parseHost(text: string): Parsed<string> {
-  return isIP(text) !== 0 || HOST_NAME.test(text) ? ok(text) : bad("expected an IP address or host name, e.g. 0.0.0.0 or ::");
-}
-
-function parseFeed(text: string): Parsed<FeedConfig> {
-  if (text === "sim") return ok({ kind: "sim" });
-  if (text === "live") return ok({ kind: "live" });
-  const name = text.startsWith("scenario:") ? text.slice("scenario:".length) : null;
-  // The name becomes a file name under scenarios/, so dots-only names (".", "..") are refused with the charset check.
-  if (name !== null && /^[A-Za-z0-9_.-]{1,100}$/.test(name) && !/^\.+$/.test(name)) return ok({ kind: "scenario", name });
-  // Or a scenario file of one's own: a path (with a slash) to a .jsonl file.
-  if (name !== null && name.includes("/") && name.endsWith(".jsonl") && name.length <= 4096 && !name.includes("\0")) return ok({ kind: "scenario", name });
-  return bad("expected sim, live, scenario:<name> (name of letters, digits, _ . -) or scenario:<path/to/file.jsonl>");
-}
-
-/** METHODOLOGY_REGISTRY: reads and validates the file, and picks this build's own version from it. */
-function parseMethodologyRegistry(path: string): Parsed<MethodologyRelease> {
-  if (path.includes("\0")) return bad("expected the path of a JSON file");
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (e) {
-    return bad(`cannot read the registry file: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  try {
-    return ok(ownRelease(parseRegistry(JSON.parse(text))));
-  } catch (e) {
-    if (e instanceof SyntaxError) return bad(`the registry file is not JSON: ${e.message}`);
-    if (e instanceof MethodologyRegistryError) return bad(e.message);
-    throw e;
-  }
-}
-
-function parseRole(text: string): Parsed<Role> {
-  const t = text.toLowerCase();
-  return t === "engine" || t === "api" || t === "all" ? ok(t) : bad("expected engine, api or all");
-}
-
-function parseLogLevel(text: string): Parsed<LogLevel> {
-  const t = text.toLowerCase();
-  return t === "debug" || t === "info" || t === "warn" || t === "error" ? ok(t) : bad("expected debug, info, warn or error");
-}
-
-function parseGitSha(text: string): Parsed<string> {
-  // Lower-cased so the same commit always hashes to the same receipt bytes.
-  return /^[0-9a-f]{7,40}$/i.test(text) ? ok(text.toLowerCase()) : bad("expected a hex commit id of 7 to 40 digits");
-}
-
-function parseJwtSecret(text: string): Parsed<string> {
-  const bytes = Buffer.byteLength(text, "utf8");
-  return bytes >= 32
-    ? ok(text)
-    : bad(`is ${bytes} bytes; an HS256 key must be at least 32 bytes (or unset JWT_SECRET to disable login)`);
-}
-
-function parseToken(text: string): Parsed<string> {
-  return /[\s\0]/.test(text) ? bad("must not contain whitespace") : ok(text);
-}
-
-function parseIp(text: string): Parsed<string> {
-  return isIP(text) !== 0 ? ok(text) : bad(`${JSON.stringify(text)} is not an IPv4 or IPv6 address`);
-}
-
-function parseOrigin(text: string): Parsed<string> {
-  const expected = `${JSON.stringify(text)} is not an http(s) origin such as https://app.example.com (no path, query or credentials)`;
-  const url = tryUrl(text);
-  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:")) return bad(expected);
-  if (url.username !== "" || url.password !== "" || url.pathname !== "/" || url.search !== "" || url.hash !== "") return bad(expected);
-  // A bare trailing slash is tolerated; `origin` is what browsers send, so that is what we store.
-  if (text.replace(/\/$/, "").includes("/", url.protocol.length + 2)) return bad(expected);
-  return ok(url.origin);
-}
-
-/** A Host header value: a host name, IPv4 address or bracketed IPv6 address, with an optional port; stored lower-case. */
-function parseHostHeader(text: string): Parsed<string> {
-  const m = /^(\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)(?::(\d{1,5}))?$/i.exec(text);
-  const port = m?.[2] === undefined ? null : Number(m[2]);
-  const v6 = m?.[1]?.startsWith("[") === true ? m[1].slice(1, -1) : null;
-  if (m === null || (port !== null && (port < 1 || port > 65_535)) || (v6 !== null && isIP(v6) !== 6)) {
-    return bad(`${JSON.stringify(text)} is not a host such as oracle.example.com, oracle.example.com:8443 or [::1]:8080`);
-  }
-  return ok(text.toLowerCase());
-}
-
-function parseHttpUrl(text: string): Parsed<string> {
-  const url = tryUrl(text);
-  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
-    return bad("expected an http:// or https:// URL");
-  }
-  // Stored without a trailing slash so callers can append `/path`.
-  return ok(url.search === "" && url.hash === "" ? text.replace(/\/+$/, "") : text);
-}
-
-function parseDatabaseUrl(text: string): Parsed<string> {
-  const url = tryUrl(text);
-  return url !== null && (url.protocol === "postgres:" || url.protocol === "postgresql:")
-    ? ok(text)
-    : bad("expected a postgres:// or postgresql:// URL (or leave unset for the embedded database)");
-}
-
-function parseNatsUrls(text: string): Parsed<readonly string[]> {
-  const servers = splitList(text);
-  const wrong = servers.filter((s) => {
-    const url = tryUrl(s);
-    return url === null || (url.protocol !== "nats:" && url.protocol !== "tls:") || url.hostname === "";
-  });
-  if (servers.length === 0 || wrong.length > 0) {
-    return bad("expected nats:// or tls:// URLs, comma-separated (or leave unset to start an embedded nats-server)");
-  }
-  return ok(servers);
-}
-
-/** Parses a comma-separated list; blank entries (a trailing comma) are ignored and duplicates dropped. */
-function listOf(parse: (entry: string) => Parsed<string>, what: string): (text: string) => Parsed<readonly string[]> {
-  return (text) => {
-    const values: string[] = [];
-    const problems: string[] = [];
-    for (const entry of splitList(text)) {
-      const r = parse(entry);
-      if (r.ok) values.push(r.value);
-      else problems.push(r.expected);
-    }
-    if (problems.length > 0) return bad(`expected comma-separated ${what}: ${problems.join("; ")}`);
-    return ok([...new Set(values)]);
-  };
-}
-
-function splitList(text: string): string[] {
-  return text.split(",").map((s) => s.trim()).filter((s) => s !== "");
-}
-
-function tryUrl(text: string): URL | null {
-  try {
-    return new URL(text);
-  } catch {
-    return null;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Redaction and freezing.
-
-/** How a received value appears in an issue: never a secret, never URL credentials or query strings (API keys). */
-function shown(variable: ConfigVariable, value: string): string {
-  if (variable.secret) return "[redacted]";
-  const safe = URL_VARIABLES.has(variable.name) ? redactUrlText(value) : value;
-  const cut = safe.length > MAX_SHOWN ? `${safe.slice(0, MAX_SHOWN)}…` : safe;
-  return JSON.stringify(cut);
-}
-
-/** Masks `user:password@` and query strings in URL-like text, which is where RPC and database credentials live. */
-export function redactUrlText(text: string): string {
-  return text.replace(/\/\/[^/?#,\s]*@/g, "//***@").replace(/\?[^,#\s]*/g, "?***");
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    for (const key of Reflect.ownKeys(value)) deepFreeze((value as Record<PropertyKey, unknown>)[key]);
-    Object.freeze(value);
-  }
-  return value;
 }
