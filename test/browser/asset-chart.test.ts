@@ -5,7 +5,7 @@
  * DEPEG. The chart must draw one point per /history row of the window it loaded, its threshold lines at the class's
  * thresholds on the risk sides that apply, a marker per transition linked to its receipt (a live one added without
  * reload, also one the page only gets by resuming after the service closed its connection), the UNKNOWN period
- * shaded with the gate's name, and raw samples when zoomed to minutes. The overview marks the monitoring-only asset in
+ * shaded with the gate's name, and raw samples when zoomed to minutes (by dragging, or by the query string). The overview marks the monitoring-only asset in
  * the table and the feed, sums the states up in one line, and draws USDC's sparkline from its first minutes.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from "node:fs";
@@ -249,6 +249,19 @@ describe("the asset chart and the overview's marks in chromium", () => {
     expect(ids).toEqual(expect.arrayContaining([d.id, u.id, p.id]));
     expect(new Set(view.markers.map((m) => m.id))).toEqual(new Set(ids));
     await asset.screenshot({ path: join(results, "asset-chart-usdc.png"), fullPage: false });
+
+    // Dragging across a tenth of the hour zooms to raw samples; the window goes to the query string.
+    const box = (await asset.$('[data-chart="discount-history"]'))!;
+    const rect = (await box.boundingBox())!;
+    await asset.mouse.move(rect.x + rect.width * 0.8, rect.y + rect.height / 2);
+    await asset.mouse.down();
+    await asset.mouse.move(rect.x + rect.width * 0.9, rect.y + rect.height / 2, { steps: 5 });
+    await asset.mouse.up();
+    await asset.waitForSelector('[data-chart="discount-history"][data-bucket="raw"][data-rows]', { timeout: 20_000 });
+    expect(new URL(asset.url()).searchParams.get("from")).not.toBeNull();
+    await asset.click('button.range[data-range="reset"]');
+    await asset.waitForSelector(`[data-chart="discount-history"][data-bucket="1m"] a.marker[data-alert-id="${d.id}"]`, { timeout: 20_000 });
+    expect(new URL(asset.url()).searchParams.get("from")).toBeNull();
 
     // A marker opens its receipt.
     await asset.click(`a.marker[data-alert-id="${d.id}"]`);
