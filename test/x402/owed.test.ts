@@ -64,6 +64,16 @@ async function rowIs(key: string, status: string): Promise<void> {
   throw new Error(`payment ${key} never became ${status}: ${JSON.stringify(await paymentByKey(h.store.db, key))}`);
 }
 
+/** A gate that dies in the settlement (after sending it, or before): its row is left `settling`, the answer stored. */
+async function crashInSettlement(sendFirst: boolean): Promise<{ payment: PaymentPayload; ticket: Ticket; before: { payer: bigint; payTo: bigint } }> {
+  const crashed = await h.gateWith(dies(sendFirst));
+  const before = await balances();
+  const { payment, ticket } = await claimed(crashed);
+  void crashed.settle(ticket, FEED, ANSWER);
+  await rowIs(ticket.key, "settling");
+  return { payment, ticket, before };
+}
+
 /** A restarted process: a new gate over the same store, with metrics of its own, reconciled as at start. */
 async function restart(opts: { clock?: Clock; claimGraceMs?: number } = {}): Promise<{ gate: PaymentGate; registry: Registry }> {
   const metrics = x402Metrics();
@@ -76,11 +86,7 @@ async function restart(opts: { clock?: Clock; claimGraceMs?: number } = {}): Pro
 
 describe("a settlement a crash cut short", () => {
   it("sent and landed: the restarted gate owes the answer to the same payment, charged once", async () => {
-    const crashed = await h.gateWith(dies(true));
-    const before = await balances();
-    const { payment, ticket } = await claimed(crashed);
-    void crashed.settle(ticket, FEED, ANSWER);
-    await rowIs(ticket.key, "settling");
+    const { payment, ticket, before } = await crashInSettlement(true);
     await expect.poll(async () => (await balances()).payTo, { timeout: 30_000 }).toBe(before.payTo + 1000n);
 
     const { gate, registry } = await restart();
@@ -98,11 +104,7 @@ describe("a settlement a crash cut short", () => {
   });
 
   it("not sent, its blockhash still valid: settled again at start (the same transaction) and owed", async () => {
-    const crashed = await h.gateWith(dies(false));
-    const before = await balances();
-    const { payment, ticket } = await claimed(crashed);
-    void crashed.settle(ticket, FEED, ANSWER);
-    await rowIs(ticket.key, "settling");
+    const { payment, ticket, before } = await crashInSettlement(false);
     expect(await balances()).toEqual(before);
 
     const { gate, registry } = await restart();
@@ -114,11 +116,7 @@ describe("a settlement a crash cut short", () => {
   });
 
   it("not sent and its blockhash expired: released, nothing charged; the payment is then refused as expired, not reused", async () => {
-    const crashed = await h.gateWith(dies(false));
-    const before = await balances();
-    const { payment, ticket } = await claimed(crashed);
-    void crashed.settle(ticket, FEED, ANSWER);
-    await rowIs(ticket.key, "settling");
+    const { payment, ticket, before } = await crashInSettlement(false);
     h.node.expireBlockhashes();
 
     const { gate, registry } = await restart();
