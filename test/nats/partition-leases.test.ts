@@ -198,7 +198,12 @@ describe("two engines leasing partitions on a nats-server (startPartition)", () 
     await a.partition.leases.start();
     const b = await engine("engine-b");
     await b.partition.leases.start();
-    await waitFor(() => a.partition.heldAssets() + b.partition.heldAssets() === assets.length && a.partition.leases.held.size > 0 && b.partition.leases.held.size > 0, 20_000, "both engines to hold partitions");
+    // Held, then running: an acquired partition's assets start once their states are read.
+    await waitFor(
+      () => a.partition.heldAssets() + b.partition.heldAssets() === assets.length && a.partition.leases.held.size > 0 && b.partition.leases.held.size > 0 && assets.every((x) => a.host.runs(x.mint) || b.host.runs(x.mint)),
+      20_000,
+      "both engines to hold partitions and run their assets",
+    );
     for (const asset of assets) expect([a, b].filter((e) => e.host.runs(asset.mint))).toHaveLength(1);
     const keys = [...(await a.partition.store.list("partition.")).keys()];
     expect(keys.length).toBe(leaseUnits(assets.map((x) => x.mint), 4).units.length);
