@@ -1,0 +1,189 @@
+/**
+ * Disk per sample in each store (npm run bench:storage; issue 25 item 3). The real service (`throughput-child.ts`,
+ * ROLE=all, FEED=sim, BENCH_ASSETS synthetic assets at one sample each every BENCH_TICK_MS) runs for BENCH_SECONDS
+ * against its own nats-server and PostgreSQL, with its retention pass every minute (packing closed minutes). Then:
+ *
+ * - JetStream: `PEG_SAMPLES` bytes / messages (nats-server's own accounting of the stored messages);
+ * - PostgreSQL raw: the packed minutes (`sample_minutes` partitions: table, TOAST and indexes) / the samples in them,
+ *   which is what a day of history costs; the unpacked minutes (`sample_rows`) are reported apart: they hold only the
+ *   last one or two minutes whatever the retention;
+ * - rollups: `rollup_minutes` bytes / rows;
+ * - retention: the time of a pass at the end (packs what closed), and of a pass a week and a day later (drops every
+ *   day partition of raw samples: the cost of expiring a day).
+ *
+ * Projections at the offered rate and the default retention (raw 7 days + the day a partition may hold on to,
+ * rollups 90 + 1, JetStream 24 h): GB written to PostgreSQL per day, and the steady state of all three stores.
+ * Prints one JSON line and rewrites the "storage" section of docs/benchmarks.md.
+ *
+ * Environment: BENCH_ASSETS (10,000), BENCH_SECONDS (600), BENCH_TICK_MS (1,000).
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import pg from "pg";
+import { systemClock } from "../src/clock.ts";
+import { openStore } from "../src/store/index.ts";
+import { startNats, type TestNats } from "../test/support/nats.ts";
+import { startPostgres, type TestPostgres } from "../test/support/postgres.ts";
+import { freePort } from "../test/support/ports.ts";
+import { loadAverage } from "./report.ts";
+import { projectStorage, writeStorageSection, type StorageMeasure } from "./storage-report.ts";
+
+const int = (name: string, fallback: number): number => {
+  const v = Number(process.env[name] ?? String(fallback));
+  if (!Number.isInteger(v) || v <= 0) throw new Error(`${name} must be a positive integer`);
+  return v;
+};
+const ASSETS = int("BENCH_ASSETS", 10_000);
+const SECONDS = int("BENCH_SECONDS", 600);
+const TICK_MS = int("BENCH_TICK_MS", 1000);
+const CHILD = fileURLToPath(new URL("./throughput-child.ts", import.meta.url));
+const DAY_MS = 86_400_000;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+let nats: TestNats | null = null;
+let server: TestPostgres | null = null;
+let child: ReturnType<typeof spawn> | null = null;
+let dataDir: string | null = null;
+async function cleanup(): Promise<void> {
+  if (child !== null && child.exitCode === null) child.kill("SIGKILL");
+  await nats?.dispose().catch(() => {});
+  await server?.dispose().catch(() => {});
+  if (dataDir !== null) rmSync(dataDir, { recursive: true, force: true });
+  nats = server = child = dataDir = null;
+}
+process.on("SIGINT", () => void cleanup().finally(() => process.exit(130)));
+
+/** Bytes (table, TOAST, indexes) of a partitioned table's partitions, and its row count. */
+async function tableBytes(db: pg.Client, parent: string, count: string): Promise<{ bytes: number; rows: number }> {
+  const b = await db.query<{ b: string }>(
+    `select coalesce(sum(pg_total_relation_size(i.inhrelid)), 0)::bigint as b from pg_inherits i where i.inhparent = '${parent}'::regclass`,
+  );
+  const n = await db.query<{ n: string }>(`select ${count}::bigint as n from ${parent}`);
+  return { bytes: Number(b.rows[0]!.b), rows: Number(n.rows[0]!.n) };
+}
+
+/** Spawns the service and resolves with its `serving` line's instant; lines with `bench` go to `onLine`. */
+function spawnService(env: Record<string, string>, onLine: (o: { bench: string; at: number }) => void): Promise<number> {
+  const p = spawn(process.execPath, ["--max-semi-space-size=64", "--import", "tsx", CHILD], { env, stdio: ["ignore", "pipe", "pipe"] });
+  child = p;
+  let tail = "";
+  p.stderr!.on("data", (c: Buffer) => void (tail = (tail + c.toString()).slice(-4000)));
+  let buf = "";
+  return new Promise((resolve, reject) => {
+    p.once("exit", (code) => reject(new Error(`the service exited (${code}); stderr: ${tail}`)));
+    p.stdout!.on("data", (c: Buffer) => {
+      buf += c.toString();
+      const parts = buf.split("\n");
+      buf = parts.pop()!;
+      for (const l of parts) {
+        try {
+          const o = JSON.parse(l) as { bench: string; at: number };
+          onLine(o);
+          if (o.bench === "serving") resolve(o.at);
+        } catch {
+          // not a bench line
+        }
+      }
+    });
+  });
+}
+
+const loadBefore = loadAverage();
+console.log(`storage: ${ASSETS} assets, tick ${TICK_MS} ms, ${SECONDS} s`);
+try {
+  nats = await startNats();
+  server = await startPostgres();
+  const dbUrl = await server.createDatabase();
+  dataDir = mkdtempSync(join(tmpdir(), "peg-bench-storage-"));
+  let closedAt = 0;
+  const env: Record<string, string> = {
+    PATH: process.env["PATH"] ?? "",
+    HOME: process.env["HOME"] ?? "/tmp",
+    ROLE: "all",
+    FEED: "sim",
+    SIM_TICK_MS: String(TICK_MS),
+    NATS_URL: nats.url,
+    DATABASE_URL: dbUrl,
+    SECRETS_KEY: randomBytes(32).toString("base64"),
+    DATA_DIR: dataDir,
+    HOST: "127.0.0.1",
+    PORT: String(await freePort()),
+    METRICS_PORT: String(await freePort()),
+    LOG_LEVEL: "warn",
+    BENCH_ASSETS: String(ASSETS),
+  };
+  const t0 = await spawnService(env, (o) => void (o.bench === "intake_closed" ? (closedAt = o.at) : undefined));
+  const nc = await connect({ servers: nats.url, noAsyncTraces: true });
+  const jsm = await jetstreamManager(nc);
+  const db = new pg.Client({ connectionString: dbUrl });
+  await db.connect();
+  for (let next = t0 + 60_000; next < t0 + SECONDS * 1000; next += 60_000) {
+    await sleep(next - Date.now());
+    const s = await jsm.streams.info("PEG_SAMPLES");
+    const packed = await tableBytes(db, "sample_minutes", "coalesce(sum(n), 0)");
+    console.log(`storage: +${Math.round((next - t0) / 1000)} s JetStream ${s.state.messages} msgs ${(s.state.bytes / 2 ** 20).toFixed(0)} MiB; packed ${packed.rows} samples ${(packed.bytes / 2 ** 20).toFixed(0)} MiB`);
+  }
+  await sleep(t0 + SECONDS * 1000 - Date.now());
+  child!.kill("SIGUSR2");
+  // Drain: nothing pending on the projector's durable twice in a row.
+  for (let quiet = 0; quiet < 2; await sleep(1000)) {
+    const c = await jsm.consumers.info("PEG_SAMPLES", "projector-samples");
+    quiet = c.num_pending + c.num_ack_pending === 0 && closedAt > 0 ? quiet + 1 : 0;
+  }
+  const stream = (await jsm.streams.info("PEG_SAMPLES")).state;
+  child!.kill("SIGTERM");
+  await sleep(5_000);
+  await nc.close();
+
+  // Retention passes from a store of our own: the minutes that closed, then everything a week and a day later.
+  const hot = await tableBytes(db, "sample_rows", "count(*)");
+  const store = await openStore({ kind: "postgres", url: dbUrl, max: 2 }, systemClock);
+  let t = performance.now();
+  const pass = await store.applyRetention(Date.now() + 120_000);
+  const passMs = performance.now() - t;
+  // Closed days of rollups are never updated again, so a day partition ends compact; the open day's rows are updated
+  // by every batch of their minute and carry dead versions until autovacuum reuses them: rewrite before measuring.
+  await db.query("vacuum full rollup_minutes");
+  const packed = await tableBytes(db, "sample_minutes", "coalesce(sum(n), 0)");
+  // What each packed column costs per sample (stored size, after compression): where the bytes go.
+  const cols = ["offsets", "seqs", "states", "discount", "discount_raw", "market_usd", "intrinsic_usd"];
+  const perColumn = await db.query<Record<string, string>>(
+    `select ${cols.map((c) => `sum(pg_column_size(${c}))::float8 / greatest(sum(n), 1) as ${c}`).join(", ")} from sample_minutes`,
+  );
+  const packedRows = Number((await db.query<{ n: string }>("select count(*)::bigint as n from sample_minutes")).rows[0]!.n);
+  const packedDays = await db.query<{ n: string }>("select count(*)::bigint as n from pg_inherits where inhparent = 'sample_minutes'::regclass");
+  const rollups = await tableBytes(db, "rollup_minutes", "count(*)");
+  t = performance.now();
+  const expiry = await store.applyRetention(Date.now() + 8 * DAY_MS);
+  const expiryMs = performance.now() - t;
+  await store.close();
+  await db.end();
+
+  const measure: StorageMeasure = {
+    assets: ASSETS,
+    tickMs: TICK_MS,
+    seconds: SECONDS,
+    offeredPerS: stream.messages / ((closedAt - t0) / 1000),
+    jetstream: { messages: stream.messages, bytes: stream.bytes },
+    packed: { samples: packed.rows, rows: packedRows, bytes: packed.bytes, days: Number(packedDays.rows[0]!.n), perColumn: Object.fromEntries(cols.map((c) => [c, Number(perColumn.rows[0]![c])])) },
+    hot,
+    rollups,
+    pass: { ms: passMs, minutes: pass.packedMinutes, samples: pass.packedSamples },
+    expiry: { ms: expiryMs, rawDays: expiry.rawDays, bytesFreed: expiry.bytesFreed },
+  };
+  const summary = projectStorage(measure);
+  console.log(JSON.stringify(summary));
+  writeStorageSection(measure, summary, { loadBefore, loadAfter: loadAverage() });
+  await cleanup();
+  process.exit(0);
+} catch (e) {
+  console.error(`storage: failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  await cleanup();
+  process.exit(1);
+}
