@@ -251,8 +251,8 @@ describe("the asset chart and the overview's marks in chromium", () => {
     await asset.screenshot({ path: join(results, "asset-chart-usdc.png"), fullPage: false });
 
     // Dragging across a tenth of the hour zooms to raw samples; the window goes to the query string.
-    const box = (await asset.$('[data-chart="discount-history"]'))!;
-    const rect = (await box.boundingBox())!;
+    // The container, not the svg: the chart redraws its svg as the window slides.
+    const rect = (await asset.locator("#chart").boundingBox())!;
     await asset.mouse.move(rect.x + rect.width * 0.8, rect.y + rect.height / 2);
     await asset.mouse.down();
     await asset.mouse.move(rect.x + rect.width * 0.9, rect.y + rect.height / 2, { steps: 5 });
