@@ -14,6 +14,9 @@ export const EXPOSED_HEADERS = [
   // The agent tools (docs/agents.md): x402's challenge and settlement headers.
   "payment-required",
   "payment-response",
+  // /v1/assets/{symbol}/history: why a window older than what is kept is empty, and where what is kept starts.
+  "x-history-reason",
+  "x-history-kept-from",
 ].join(", ");
 
 /** Request headers a browser may send: the API's, and the agent tools' (an x402 payment, the MCP protocol version). */

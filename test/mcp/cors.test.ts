@@ -12,4 +12,9 @@ describe("CORS for the agent tools", () => {
     expect(exposed).toEqual(expect.arrayContaining(["payment-required", "payment-response", "x-request-id"]));
     expect(corsHeaders(origins, "https://other.example.com")).toEqual({});
   });
+
+  it("a browser reads why a history window older than what is kept is empty", () => {
+    const exposed = corsHeaders(origins, "https://agent.example.com")["access-control-expose-headers"]!.split(", ");
+    expect(exposed).toEqual(expect.arrayContaining(["x-history-reason", "x-history-kept-from"]));
+  });
 });
