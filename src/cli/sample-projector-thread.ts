@@ -17,6 +17,8 @@ import type { ProjectorStats } from "../streams/projector/projector.ts";
 export interface ThreadData {
   readonly servers: readonly string[];
   readonly databaseUrl: string;
+  /** HISTORY_RAW_DAYS / HISTORY_1M_DAYS: the thread refuses rows past raw retention as the service's store does. */
+  readonly history: { readonly rawDays: number; readonly rollupDays: number };
 }
 
 export type ToThread =

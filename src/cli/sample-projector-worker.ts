@@ -11,7 +11,7 @@ import { connect } from "@nats-io/transport-node";
 import { systemClock } from "../clock.ts";
 import { startBatchConsumer, TOPOLOGY } from "../streams/jetstream/index.ts";
 import { sampleProjector, type ProjectorStats } from "../streams/projector/projector.ts";
-import { openStore } from "../store/index.ts";
+import { openStore, retentionFromDays } from "../store/index.ts";
 import type { ToThread, FromThread, ThreadData } from "./sample-projector-thread.ts";
 
 const port = parentPort!;
@@ -31,7 +31,7 @@ const data = await new Promise<ThreadData>((resolve) => {
 
 try {
   const nc = await connect({ servers: [...data.servers], name: "peg-oracle-projector", maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
-  const store = await openStore({ kind: "postgres", url: data.databaseUrl, max: 4 }, systemClock);
+  const store = await openStore({ kind: "postgres", url: data.databaseUrl, max: 4 }, systemClock, retentionFromDays(data.history));
   const project = sampleProjector(store, stats, (why) => log("warn", "projector rejected a message", { why }), (mint) => supplies.get(mint) ?? null);
   const consumer = await startBatchConsumer(
     nc,

@@ -53,7 +53,7 @@ describe("the sample projector's thread", () => {
   it("projects every published sample once, reports its counts and stamps the supplies it was sent", async () => {
     const stats: ProjectorStats = { projected: 0, duplicates: 0, rejected: 0, stale: 0 };
     const logs: string[] = [];
-    const thread = await startSampleProjectorThread({ data: { servers: [pipeline.nats.url], databaseUrl: pipeline.databaseUrl }, stats, log: (_l, msg) => logs.push(msg) });
+    const thread = await startSampleProjectorThread({ data: { servers: [pipeline.nats.url], databaseUrl: pipeline.databaseUrl, history: { rawDays: 7, rollupDays: 90 } }, stats, log: (_l, msg) => logs.push(msg) });
     const supplied = assets[0]!;
     thread.supply(supplied.mint, "123456789.5");
     await new Promise((r) => setTimeout(r, 400)); // the supplies reach the thread before the samples do
@@ -97,10 +97,31 @@ describe("the sample projector's thread", () => {
     expect(logs).toEqual([]);
   }, 120_000);
 
+  it("refuses samples past HISTORY_RAW_DAYS as the service's own store does", async () => {
+    const stats: ProjectorStats = { projected: 0, duplicates: 0, rejected: 0, stale: 0 };
+    const thread = await startSampleProjectorThread({ data: { servers: [pipeline.nats.url], databaseUrl: pipeline.databaseUrl, history: { rawDays: 1, rollupDays: 90 } }, stats, log: () => {} });
+    // Two days old: inside the default 7 days, outside the configured 1.
+    const clock = new SimulatedClock(Date.now() - 2 * 86_400_000);
+    const host = new ActorHost({ assets: [assets[0]!], clock, gitSha: "" });
+    const link = new EngineLink(host, nc, jetstream(nc), topology, { snapshotEveryMs: 200 });
+    link.start();
+    let published = 0;
+    host.events$.subscribe((e) => {
+      if (e.kind === "state") published++;
+    });
+    clock.increment(1_000);
+    host.ingest(sampleOf(assets[0]!.symbol, 0, clock.now()));
+    await waitFor(() => published > 0 && (stats.stale ?? 0) >= published, 60_000, "the thread to refuse the old sample");
+    await link.close();
+    host.stop();
+    await thread.stop();
+    expect(stats).toMatchObject({ projected: 0, stale: published });
+  }, 120_000);
+
   it("fails its start when its database cannot be reached, and leaves no thread running", async () => {
     const stats: ProjectorStats = { projected: 0, duplicates: 0, rejected: 0, stale: 0 };
     await expect(
-      startSampleProjectorThread({ data: { servers: [pipeline.nats.url], databaseUrl: "postgres://127.0.0.1:1/none" }, stats, log: () => {} }),
+      startSampleProjectorThread({ data: { servers: [pipeline.nats.url], databaseUrl: "postgres://127.0.0.1:1/none", history: { rawDays: 7, rollupDays: 90 } }, stats, log: () => {} }),
     ).rejects.toThrow(/the sample projector's thread did not start: .*ECONNREFUSED|connect/);
   }, 60_000);
 });

@@ -93,7 +93,7 @@ export function startProjectors(p: ProjectorParts): Projectors {
             transitionProjector(p.projectingStore, catalog, projected.transitions, onReject),
           ),
           p.thread !== null && config.database.kind === "postgres"
-            ? p.thread.start({ data: { servers: nats.servers, databaseUrl: config.database.url }, stats: projected.samples, log: p.log }).then((t) => {
+            ? p.thread.start({ data: { servers: nats.servers, databaseUrl: config.database.url, history: config.history }, stats: projected.samples, log: p.log }).then((t) => {
                 sampleThread = t;
                 return t;
               })
