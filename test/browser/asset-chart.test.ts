@@ -14,18 +14,14 @@ import { join } from "node:path";
 import { chromium, type Browser, type Page, type WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import { startService, type Service } from "../../src/cli/service.ts";
-import { parseConfig } from "../../src/config.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
-import { freePort } from "../support/ports.ts";
+import { startTestService, type TestService } from "../support/service.ts";
 
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const catalog = loadShippedCatalog();
 const dir = mkdtempSync(join(tmpdir(), "peg-chart-"));
 const results = join(process.cwd(), "test-results");
 const T0 = Date.UTC(2026, 10, 21, 9, 0, 0);
-let nats: TestNats;
-let service: Service;
+let running: TestService;
 let browser: Browser;
 let base: string;
 
@@ -51,27 +47,22 @@ function writeScenario(): string {
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
   mkdirSync(results, { recursive: true });
-  nats = await startNats();
-  const port = await freePort();
-  const config = parseConfig({
-    PORT: String(port),
-    METRICS_PORT: "0",
-    HOST: "127.0.0.1",
-    NATS_URL: nats.url,
-    DATA_DIR: join(dir, "data"),
-    FEED: `scenario:${writeScenario()}`,
-    SCENARIO_SPEED: "10",
-    RATE_LIMIT_PER_MIN: "600", // one address plays three users here
+  running = await startTestService({
+    env: {
+      FEED: `scenario:${writeScenario()}`,
+      SCENARIO_SPEED: "10",
+      RATE_LIMIT_PER_MIN: "600", // one address plays three users here
+    },
+    catalog,
+    dataDir: join(dir, "data"),
   });
-  service = await startService(config, catalog, { log: () => {} });
-  base = `http://127.0.0.1:${service.api.port}`;
+  base = running.base;
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
-  await service?.stop();
-  await nats?.dispose();
+  await running?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -85,7 +76,7 @@ interface Acked {
 /** The next acknowledged transition of `asset` into `to`. */
 function ackedInto(asset: string, to: string): Promise<Acked> {
   return new Promise((resolve) => {
-    const sub = service.link.acked$.subscribe((a) => {
+    const sub = running.service.link.acked$.subscribe((a) => {
       if (a.receipt.asset === asset && a.receipt.to_state === to) {
         sub.unsubscribe();
         resolve({ id: a.receipt.alert_id, asset, from: a.receipt.from_state, to });

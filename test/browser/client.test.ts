@@ -22,17 +22,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as PegClientLib from "@peg-oracle/client";
 import { browserBundle } from "../../packages/client/scripts/build-browser.ts";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import { startService, type Service } from "../../src/cli/service.ts";
-import { parseConfig } from "../../src/config.ts";
 import { generateSigningKey, signDelivery } from "../../src/delivery/index.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
-import { freePort } from "../support/ports.ts";
+import { startTestService, type TestService } from "../support/service.ts";
 
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const catalog = loadShippedCatalog();
 const dir = mkdtempSync(join(tmpdir(), "peg-browser-client-"));
-let nats: TestNats;
-let service: Service;
+let running: TestService;
 let browser: Browser;
 let base: string;
 let bundle: string;
@@ -67,27 +63,22 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => appServer.listen(0, "127.0.0.1", r));
   app = `http://127.0.0.1:${(appServer.address() as AddressInfo).port}`;
-  nats = await startNats();
-  const port = await freePort();
-  const config = parseConfig({
-    PORT: String(port),
-    METRICS_PORT: "0",
-    HOST: "127.0.0.1",
-    NATS_URL: nats.url,
-    DATA_DIR: join(dir, "data"),
-    FEED: `scenario:${writeScenario()}`,
-    SCENARIO_SPEED: "10",
-    CORS_ORIGINS: app,
+  running = await startTestService({
+    env: {
+      FEED: `scenario:${writeScenario()}`,
+      SCENARIO_SPEED: "10",
+      CORS_ORIGINS: app,
+    },
+    catalog,
+    dataDir: join(dir, "data"),
   });
-  service = await startService(config, catalog, { log: () => {} });
-  base = `http://127.0.0.1:${service.api.port}`;
+  base = running.base;
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
-  await service?.stop();
-  await nats?.dispose();
+  await running?.stop();
   await new Promise((r) => appServer?.close(r));
   rmSync(dir, { recursive: true, force: true });
 });

@@ -15,17 +15,13 @@ import { join } from "node:path";
 import { chromium, type Browser, type Page, type WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import { startService, type Service } from "../../src/cli/service.ts";
-import { parseConfig } from "../../src/config.ts";
-import { startNats, type TestNats } from "../support/nats.ts";
-import { freePort } from "../support/ports.ts";
+import { startTestService, type TestService } from "../support/service.ts";
 
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const catalog = loadShippedCatalog();
 const dir = mkdtempSync(join(tmpdir(), "peg-browser-"));
 const results = join(process.cwd(), "test-results");
-let nats: TestNats;
-let service: Service;
+let running: TestService;
 let browser: Browser;
 let base: string;
 
@@ -48,26 +44,21 @@ function writeScenario(): string {
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
   mkdirSync(results, { recursive: true });
-  nats = await startNats();
-  const port = await freePort();
-  const config = parseConfig({
-    PORT: String(port),
-    METRICS_PORT: "0",
-    HOST: "127.0.0.1",
-    NATS_URL: nats.url,
-    DATA_DIR: join(dir, "data"),
-    FEED: `scenario:${writeScenario()}`,
-    SCENARIO_SPEED: "10",
+  running = await startTestService({
+    env: {
+      FEED: `scenario:${writeScenario()}`,
+      SCENARIO_SPEED: "10",
+    },
+    catalog,
+    dataDir: join(dir, "data"),
   });
-  service = await startService(config, catalog, { log: () => {} });
-  base = `http://127.0.0.1:${service.api.port}`;
+  base = running.base;
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
-  await service?.stop();
-  await nats?.dispose();
+  await running?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -91,7 +82,7 @@ describe("the dashboard in chromium", () => {
   it("lists every asset, then shows USDC's DEPEG live on the overview and on the machine diagram, and verifies the receipt", async () => {
     // The transition, as JetStream acknowledges it.
     const acked = new Promise<{ id: string; at: number }>((resolve) => {
-      const sub = service.link.acked$.subscribe((a) => {
+      const sub = running.service.link.acked$.subscribe((a) => {
         if (a.receipt.asset === "USDC" && a.receipt.to_state === "DEPEG") {
           sub.unsubscribe();
           resolve({ id: a.receipt.alert_id, at: Date.now() });
