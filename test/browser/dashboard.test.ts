@@ -48,6 +48,10 @@ beforeAll(async () => {
     env: {
       FEED: `scenario:${writeScenario()}`,
       SCENARIO_SPEED: "10",
+      // One address plays the overview, the asset page and the receipt page: in the first hours after a start the
+      // overview fetches its young sparklines' minutes (one /history call every 3 s) and the asset page polls its
+      // machine, which together can spend the default 60 a minute and hold back the WebSocket's reconnect.
+      RATE_LIMIT_PER_MIN: "600",
     },
     catalog,
     dataDir: join(dir, "data"),
