@@ -63,11 +63,15 @@ function holderGone(holder: string | null): boolean {
 
 const settledResponse = (transaction: string, network: string, payer: string | null): SettleResponse => ({ success: true, transaction, network: network as SettleResponse["network"], ...(payer === null ? {} : { payer }) });
 
-/** Settles a `settling` row's payment again (the same transaction): true if the facilitator says it settled. */
-async function settleAgain(deps: ReconcileDeps, row: PaymentRecord, payload: PaymentPayload): Promise<SettleResponse | null> {
+/**
+ * Settles a `settling` row's payment again (the same transaction): the SettleResponse if the facilitator says it
+ * settled, "unreachable" if it (or its RPC) could not be asked, null if it answered that it did not settle.
+ */
+async function settleAgain(deps: ReconcileDeps, row: PaymentRecord, payload: PaymentPayload): Promise<SettleResponse | "unreachable" | null> {
   if (row.requirements === null) return null;
   const r = await withTrouble(() => deps.facilitator.settle(payload, JSON.parse(row.requirements!) as PaymentRequirements));
-  return "value" in r && r.value.success ? r.value : null;
+  if ("value" in r && r.value.success) return r.value;
+  return "error" in r || r.trouble.unavailable !== null ? "unreachable" : null;
 }
 
 /** Finishes one `settling` row by what the chain says (see the module comment). */
@@ -89,11 +93,13 @@ export async function finishSettling(deps: ReconcileDeps, row: PaymentRecord): P
     case "absent": {
       if (seen.expired) return (await releasePayment(db, row.key, "settling")) ? "released" : "pending";
       const again = await settleAgain(deps, row, payload);
-      return again === null ? "pending" : owe(again);
+      return again === null || again === "unreachable" ? "pending" : owe(again);
     }
     case "unknown": {
       if (row.tx_sig !== null) return "pending"; // the node did not answer: ask again at the next pass
       const again = await settleAgain(deps, row, payload);
+      // Not reachable now: asked again at the next pass; answered "not settled": its outcome stays unknown.
+      if (again === "unreachable") return "pending";
       if (again !== null) return owe(again);
       await finishPayment(db, row.key, { status: "unconfirmed", at: clock.now(), reason: `reconcile: ${seen.why}` });
       deps.log?.("error", "x402 payment left settling by a crash: outcome unknown, check it at the facilitator", { key: row.key, payer: row.payer, why: seen.why });
