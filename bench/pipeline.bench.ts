@@ -16,6 +16,7 @@ import { SimulatedClock, systemClock } from "../src/clock.ts";
 import { D, methodologyAssetFrom, type Sample } from "../src/methodology/index.ts";
 import { EngineLink, ensureTopology, startBatchConsumer, TOPOLOGY } from "../src/streams/jetstream/index.ts";
 import { sampleProjector, transitionProjector, type ProjectorStats } from "../src/streams/projector/projector.ts";
+import { startSampleConsumers } from "../src/streams/projector/sample-consumers.ts";
 import { openStore, type Store } from "../src/store/index.ts";
 import { startNats } from "../test/support/nats.ts";
 import { startPostgres } from "../test/support/postgres.ts";
@@ -93,7 +94,7 @@ const tStats: ProjectorStats = { projected: 0, duplicates: 0, rejected: 0 };
 const sStats: ProjectorStats = { projected: 0, duplicates: 0, rejected: 0 };
 const consumers = [
   await startBatchConsumer(nc, topology.jsm, { stream: TOPOLOGY.transitions.stream, durable: "bench-t", filterSubject: TOPOLOGY.transitions.subjects, maxBatch: 64, onError: (e) => console.error("transition projector:", e) }, transitionProjector(timedStore, catalogForStore as never, tStats)),
-  await startBatchConsumer(nc, topology.jsm, { stream: TOPOLOGY.samples.stream, durable: "bench-s", filterSubject: TOPOLOGY.samples.subjects, maxBatch: 512, onError: (e) => console.error("sample projector:", e) }, sampleProjector(store, sStats)),
+  await startSampleConsumers(nc, topology.jsm, sampleProjector(store, sStats), (e) => console.error("sample projector:", e)),
 ];
 
 const ONE = new D(1);

@@ -5,7 +5,7 @@
  *
  * 1. Intake runs for BENCH_SECONDS from the moment the service serves; the simulated market offers one sample per
  *    asset every BENCH_TICK_MS. Every second the benchmark reads the service's /metrics (samples by result, drops,
- *    the sample publish queue, heap), /readyz, PEG_SAMPLES and its projector's durable (`projector-samples`), and the
+ *    the sample publish queue, heap), /readyz, PEG_SAMPLES and its projector's durable (`projector-sample-batches`), and the
  *    newest committed sample in PostgreSQL; every 10 s the service's VmRSS and CPU from /proc.
  * 2. At the cut-off it sends SIGUSR2: the child closes intake at a tick boundary (every actor released), and the
  *    pipeline drains what was offered before (publish queue empty, nothing pending on the projector's durable).
@@ -53,7 +53,7 @@ const POLL_MS = 1000;
 const MEMORY_EVERY_MS = 10_000;
 const CHILD = fileURLToPath(new URL("./throughput-child.ts", import.meta.url));
 const SAMPLES_STREAM = "PEG_SAMPLES";
-const SAMPLES_DURABLE = "projector-samples";
+const SAMPLES_DURABLE = "projector-sample-batches";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const version = (cmd: string, args: string[]) => (spawnSync(cmd, args, { encoding: "utf8" }).stdout ?? "").trim().split("\n")[0] ?? "?";

@@ -4,6 +4,7 @@ import { loadShippedCatalog } from "../src/catalog/index.ts";
 import { SimulatedClock } from "../src/clock.ts";
 import { D, type Receipt } from "../src/methodology/index.ts";
 import { sampleMessage } from "../src/streams/jetstream/messages.ts";
+import { encodeSampleBatch } from "../src/streams/jetstream/sample-batch.ts";
 import { sampleProjector, transitionProjector, type ProjectorStats } from "../src/streams/projector/projector.ts";
 import { openStore, type Store } from "../src/store/index.ts";
 
@@ -76,5 +77,64 @@ describe("sample projector", () => {
 
     await project([{ seq: 500, subject: "peg.sample.x", data: enc.encode(JSON.stringify({ ...sampleMessage(states[0]!), state: "SIDEWAYS" })) }]);
     expect(stats.rejected).toBe(1);
+  });
+});
+
+describe("sample projector, batches (issue 25)", () => {
+  it("stores a batch exactly as the same samples one message each: rows, rollups and snapshot", async () => {
+    const single = await openStore({ kind: "pglite-memory" }, new SimulatedClock(Date.now()));
+    const batched = await openStore({ kind: "pglite-memory" }, new SimulatedClock(Date.now()));
+    try {
+      for (const s of [single, batched]) await s.upsertAssets(catalog.all);
+      const messages = states.map((e) => sampleMessage(e));
+      await sampleProjector(single, fresh())(messages.map((m, i) => ({ seq: i + 1, subject: `peg.sample.${m.mint}`, data: enc.encode(JSON.stringify(m)) })));
+      const stats = fresh();
+      const data = await encodeSampleBatch(messages);
+      await sampleProjector(batched, stats)([{ seq: 1, subject: "peg.samples.0", data }]);
+      await sampleProjector(batched, stats)([{ seq: 2, subject: "peg.samples.0", data }]); // a retry stored twice
+      expect(stats).toMatchObject({ projected: states.length, duplicates: states.length, rejected: 0 });
+      const window = { from: T0 - 60_000, to: T0 + 3600_000, limit: 100 };
+      for (const bucket of ["raw", "1m"] as const) {
+        expect(await batched.history(USDC.mint, { bucket, ...window })).toEqual(await single.history(USDC.mint, { bucket, ...window }));
+      }
+      const [a] = await single.latestSnapshots();
+      const [b] = await batched.latestSnapshots();
+      expect(b?.updated_at).toBe(states.at(-1)!.now);
+      expect({ ...b, version: 0 }).toEqual({ ...a, version: 0 });
+    } finally {
+      await single.close();
+      await batched.close();
+    }
+  });
+
+  it("never lets an older sample of a later message, or an earlier sample of the same message, overwrite a newer snapshot", async () => {
+    const s = await openStore({ kind: "pglite-memory" }, new SimulatedClock(Date.now()));
+    try {
+      await s.upsertAssets(catalog.all);
+      const messages = states.map((e) => sampleMessage(e));
+      const project = sampleProjector(s, fresh());
+      await project([{ seq: 7, subject: "peg.samples.0", data: await encodeSampleBatch(messages) }]);
+      expect((await s.latestSnapshots())[0]?.updated_at).toBe(states.at(-1)!.now);
+      // A single message of an earlier build, older in the stream than the batch.
+      await project([{ seq: 6, subject: `peg.sample.${USDC.mint}`, data: enc.encode(JSON.stringify(messages[0])) }]);
+      expect((await s.latestSnapshots())[0]?.updated_at).toBe(states.at(-1)!.now);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("rejects a batch that does not decode as one message, and only the malformed samples of one that does", async () => {
+    const stats = fresh();
+    const rejected: string[] = [];
+    const messages = states.map((e) => sampleMessage(e));
+    const broken = [{ ...messages[0]!, state: "SIDEWAYS" as never }, ...messages.slice(1)];
+    await sampleProjector(store, stats, (w) => rejected.push(w))([
+      { seq: 900, subject: "peg.samples.0", data: new Uint8Array([0x1f, 0x8b, 1, 2, 3]) },
+      { seq: 901, subject: "peg.samples.0", data: await encodeSampleBatch(broken) },
+    ]);
+    expect(stats.rejected).toBe(2);
+    expect(rejected[0]).toMatch(/^sample seq 900: not a sample batch/);
+    expect(rejected[1]).toBe("sample seq 901: malformed");
+    expect(stats.projected + stats.duplicates).toBe(states.length - 1);
   });
 });

@@ -2,7 +2,7 @@
  * Runs the sample projector on a thread of its own (`worker_threads`) when the store is PostgreSQL: projecting
  * samples (decoding them, building rows, Kysely and pg) was a seventh of the engine thread's time at 10,000 assets,
  * while half a core of the machine stayed idle (docs/benchmarks.md, "Where the pipeline's time goes"). The thread has
- * its own NATS connection and PostgreSQL pool and consumes the same durable (`projector-samples`), so what it
+ * its own NATS connection and PostgreSQL pool and consumes the same durables (`SAMPLE_DURABLES`), so what it
  * projects, and the at-least-once guarantee, are those of the in-thread projector. PGlite lives in the engine's
  * thread: with it the projector stays there (`sampleProjector` in `service.ts`).
  *

@@ -9,8 +9,8 @@ import { parentPort } from "node:worker_threads";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { systemClock } from "../clock.ts";
-import { startBatchConsumer, TOPOLOGY } from "../streams/jetstream/index.ts";
 import { sampleProjector, type ProjectorStats } from "../streams/projector/projector.ts";
+import { startSampleConsumers } from "../streams/projector/sample-consumers.ts";
 import { openStore, retentionFromDays } from "../store/index.ts";
 import type { ToThread, FromThread, ThreadData } from "./sample-projector-thread.ts";
 
@@ -33,20 +33,14 @@ try {
   const nc = await connect({ servers: [...data.servers], name: "peg-oracle-projector", maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
   const store = await openStore({ kind: "postgres", url: data.databaseUrl, max: 4 }, systemClock, retentionFromDays(data.history));
   const project = sampleProjector(store, stats, (why) => log("warn", "projector rejected a message", { why }), (mint) => supplies.get(mint) ?? null);
-  const consumer = await startBatchConsumer(
+  const consumer = await startSampleConsumers(
     nc,
     await jetstreamManager(nc),
-    {
-      stream: TOPOLOGY.samples.stream,
-      durable: "projector-samples",
-      filterSubject: TOPOLOGY.samples.subjects,
-      maxBatch: 512,
-      onError: (e) => log("warn", "projector batch failed; it will be redelivered", { error: e instanceof Error ? e.message : String(e) }),
-    },
     async (batch) => {
       await project(batch);
       post({ type: "stats", stats: { ...stats } });
     },
+    (e) => log("warn", "projector batch failed; it will be redelivered", { error: e instanceof Error ? e.message : String(e) }),
   );
   port.on("message", (m: ToThread) => {
     if (m.type === "supplies") for (const [mint, wire] of m.supplies) supplies.set(mint, wire);

@@ -20,13 +20,15 @@ async function samplesConfig() {
 describe("PEG_SAMPLES bounds", () => {
   it("updates a stream of the previous build in place, then halves a bound the server cannot reserve", async () => {
     const jsm = await jetstreamManager(suite.nc);
-    await jsm.streams.add({ name: TOPOLOGY.samples.stream, subjects: [TOPOLOGY.samples.subjects], max_age: 24 * 3600 * 1e9 });
+    // As builds before issue 25 made it: one subject, one sample per message.
+    await jsm.streams.add({ name: TOPOLOGY.samples.stream, subjects: ["peg.sample.>"], max_age: 24 * 3600 * 1e9 });
     const js = jsm.jetstream();
     for (let i = 0; i < 10; i++) await js.publish(subjects.sample(MINT), `{"i":${i}}`);
 
     const t = await ensureTopology(suite.nc);
     expect(t.samplesMaxBytes).toBe(10 * GIB);
     expect((await samplesConfig()).max_bytes).toBe(10 * GIB);
+    expect((await samplesConfig()).subjects).toEqual(["peg.samples.>", "peg.sample.>"]);
     expect((await jsm.streams.info(TOPOLOGY.samples.stream)).state.messages).toBe(10);
 
     // 64 GiB does not fit the server's 20 GB file store: 32 GiB neither; 16 GiB does.

@@ -4,6 +4,7 @@ import type { Store } from "../../store/index.ts";
 import { startBatchConsumer, TOPOLOGY, type BatchConsumer, type EngineLink, type LogFn, type Partition } from "../../streams/jetstream/index.ts";
 import type { IntakeThrottle } from "../../streams/intake-throttle.ts";
 import { sampleProjector, transitionProjector, type ProjectorStats } from "../../streams/projector/projector.ts";
+import { startSampleConsumers } from "../../streams/projector/sample-consumers.ts";
 import { SupplyBook } from "../../streams/sources/supply.ts";
 import { spawnSampleProjectorThread, type SampleProjectorThread, type SpawnedProjectorThread } from "../sample-projector-thread.ts";
 import type { NatsLink } from "./nats.ts";
@@ -97,12 +98,7 @@ export function startProjectors(p: ProjectorParts): Projectors {
                 sampleThread = t;
                 return t;
               })
-            : startBatchConsumer(
-                nats.nc,
-                nats.topology.jsm,
-                { stream: TOPOLOGY.samples.stream, durable: "projector-samples", filterSubject: TOPOLOGY.samples.subjects, maxBatch: 512, onError },
-                sampleProjector(p.store, projected.samples, onReject, (mint) => supplies.wireOf(mint)),
-              ),
+            : startSampleConsumers(nats.nc, nats.topology.jsm, sampleProjector(p.store, projected.samples, onReject, (mint) => supplies.wireOf(mint)), onError),
         ]),
       );
   starting.catch(() => {}); // awaited by running()

@@ -5,20 +5,16 @@ import type { ActorHost, StateEvent } from "../../actors/index.ts";
 import { assetStateToJSON } from "../../actors/index.ts";
 import { systemClock, type Clock } from "../../clock.ts";
 import type { AssetState, Receipt } from "../../methodology/index.ts";
-import { sampleMessage, sampleMsgId } from "./messages.ts";
+import { sampleMessage } from "./messages.ts";
 import { PipelinedPublisher, type SamplePublisher } from "./pipelined-publisher.ts";
 import { BoundedPublisher } from "./publisher.ts";
+import { SampleRecorder, type LogFn } from "./sample-recorder.ts";
 import { SnapshotWriter } from "./snapshots.ts";
 import { subjects, TOPOLOGY, type Topology } from "./topology.ts";
 
+export type { LogFn } from "./sample-recorder.ts";
+
 const utf8 = new TextEncoder();
-
-/** Warnings about dropped samples: at most one per this period. */
-const DROP_WARN_EVERY_MS = 10_000;
-/** `overload()` reports a drop for this long after it. */
-const OVERLOAD_HOLD_MS = 30_000;
-
-export type LogFn = (level: "debug" | "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
 
 /** A transition that JetStream acknowledged: from here on it counts as emitted. */
 export interface AckedTransition {
@@ -28,9 +24,6 @@ export interface AckedTransition {
   readonly duplicate: boolean;
 }
 
-/** Tries of one sample publish before it is counted as dropped (PEG_SAMPLES deduplicates retries for 60 s). */
-const SAMPLE_ATTEMPTS = 3;
-
 export interface EngineLinkOptions {
   /** Publishes awaiting an ack at once, samples and transitions each. Default 256. */
   readonly window?: number;
@@ -38,6 +31,8 @@ export interface EngineLinkOptions {
   readonly samplePublisher?: SamplePublisher;
   /** Samples waiting for a publish slot beyond which new samples are dropped (and counted). Default 10,000. */
   readonly maxQueuedSamples?: number;
+  /** Sample batches: subjects `peg.samples.<partition>` (default 1), period (default 250 ms) and size (default 1,000). */
+  readonly sampleBatches?: { readonly partitions?: number; readonly flushMs?: number; readonly maxSamples?: number };
   /** Snapshot flush period. Default 1 s. */
   readonly snapshotEveryMs?: number;
   readonly log?: LogFn;
@@ -52,9 +47,9 @@ export interface EngineLinkOptions {
 
 /**
  * Carries the engine's decisions to JetStream. Per asset, in decision order:
- * - every evaluated sample is published to `peg.sample.<mint>` (retried a few times with its `Nats-Msg-Id`; when the
- *   queue is full or every try failed, during an outage or an overload, it is dropped, counted, logged as a warning
- *   and reported by `overload()` to `/readyz`) and echoed on core `peg.state.<mint>`;
+ * - every evaluated sample is echoed on core `peg.state.<mint>` and recorded in `PEG_SAMPLES`, many to a message
+ *   (`SampleRecorder`: when its queue is full or every try failed, during an outage or an overload, it is dropped,
+ *   counted, logged as a warning and reported by `overload()` to `/readyz`);
  * - every transition is published to `peg.transition.<mint>` with `Nats-Msg-Id` = alert id and retried until
  *   JetStream acks it; only then is it emitted on `acked$`. Once `fence(mint, seq)` gave the asset's fencing token
  *   (the stream sequence of the last transition on its subject), every publish also expects that sequence as the
@@ -68,7 +63,7 @@ export class EngineLink {
   readonly #js: JetStreamClient;
   /** Transitions (each with its own expectation and retries until acknowledged). */
   readonly #publisher: BoundedPublisher;
-  readonly #samples: SamplePublisher;
+  readonly #samples: SampleRecorder;
   /** Actor snapshots: KV puts are JetStream publishes, pipelined like the samples (kv.put is a request each). */
   readonly #snapshotPuts: PipelinedPublisher;
   readonly #snapshots: SnapshotWriter<AssetState>;
@@ -92,12 +87,6 @@ export class EngineLink {
   readonly #log: LogFn;
   readonly #maxQueued: number;
   readonly #retryBaseMs: number;
-  readonly #clock: Clock;
-  #queuedSamples = 0;
-  #ackedSamples = 0;
-  #droppedSamples = 0;
-  #lastDropAt: number | null = null;
-  #lastDropWarnAt = -Infinity;
   #sub: Subscription | null = null;
   #closed = false;
 
@@ -115,7 +104,6 @@ export class EngineLink {
     this.#nc = nc;
     this.#js = js;
     this.#publisher = new BoundedPublisher(js, options.window ?? 256);
-    this.#samples = options.samplePublisher ?? new PipelinedPublisher(nc, { window: options.window ?? 256 });
     this.#snapshotPuts = new PipelinedPublisher(nc, { window: 256 });
     this.#snapshots = new SnapshotWriter<AssetState>(topology.actors, (state) => JSON.stringify(assetStateToJSON(state)), {
       put: (mint, encoded) => this.#snapshotPuts.publish(subjects.actorSnapshot(mint), utf8.encode(encoded)),
@@ -123,19 +111,28 @@ export class EngineLink {
     this.#log = options.log ?? (() => {});
     this.#maxQueued = options.maxQueuedSamples ?? 10_000;
     this.#retryBaseMs = options.retryBaseMs ?? 250;
-    this.#clock = options.clock ?? systemClock;
+    this.#samples = new SampleRecorder({
+      publisher: options.samplePublisher ?? new PipelinedPublisher(nc, { window: options.window ?? 256 }),
+      maxQueued: this.#maxQueued,
+      partitions: options.sampleBatches?.partitions ?? 1,
+      flushMs: options.sampleBatches?.flushMs ?? 250,
+      maxBatch: options.sampleBatches?.maxSamples ?? 1_000,
+      retryBaseMs: this.#retryBaseMs,
+      clock: options.clock ?? systemClock,
+      log: this.#log,
+    });
     this.#snapshots.start(options.snapshotEveryMs ?? 1_000);
   }
 
   get stats() {
     return {
       /** Sample and transition publishes together. */
-      publisher: sumStats(this.#publisher.stats, this.#samples.stats),
+      publisher: sumStats(this.#publisher.stats, this.#samples.publisherStats),
       snapshots: this.#snapshots.stats,
-      droppedSamples: this.#droppedSamples,
+      droppedSamples: this.#samples.stats.dropped,
       /** Sample publishes JetStream acknowledged (a retried duplicate included, once). */
-      ackedSamples: this.#ackedSamples,
-      queuedSamples: this.#queuedSamples,
+      ackedSamples: this.#samples.stats.acked,
+      queuedSamples: this.#samples.stats.queued,
       maxQueuedSamples: this.#maxQueued,
       pendingAssets: this.#chains.size,
     };
@@ -161,18 +158,13 @@ export class EngineLink {
   }
 
   #onState(e: StateEvent): void {
-    // Encoded once for both publishes (and any retry): UTF-8 encoding was a tenth of the link's time.
-    const payload = utf8.encode(JSON.stringify(sampleMessage(e)));
+    const message = sampleMessage(e);
     try {
-      this.#nc.publish(subjects.state(e.mint), payload);
+      this.#nc.publish(subjects.state(e.mint), utf8.encode(JSON.stringify(message)));
     } catch {
       // core publish while disconnected: state pushes are live-only, nothing to keep
     }
-    if (this.#queuedSamples >= this.#maxQueued) this.#dropped("the sample publish queue is full");
-    else {
-      this.#queuedSamples++;
-      void this.#publishSample(subjects.sample(e.mint), payload, sampleMsgId(e)).finally(() => this.#queuedSamples--);
-    }
+    this.#samples.record(e.mint, message);
     const snapshot = e.engine;
     if (e.transition) this.#deferred.set(e.mint, snapshot);
     // Nothing of this asset waits for an ack: the snapshot is its latest state now (no promise per sample).
@@ -186,48 +178,11 @@ export class EngineLink {
   }
 
   /**
-   * Publishes one sample message, retried (same `Nats-Msg-Id`, so a publish that was stored but whose ack was lost
-   * is a duplicate, not a second message) up to `SAMPLE_ATTEMPTS` times; only then is it counted as dropped.
+   * Why the link is overloaded (it dropped a sample within the last 30 s), or null. Read by `/readyz`: a process that
+   * cannot record what it evaluates is not ready.
    */
-  async #publishSample(subject: string, payload: Uint8Array, msgId: string): Promise<void> {
-    for (let attempt = 1, wait = this.#retryBaseMs; ; attempt++, wait *= 2) {
-      try {
-        await this.#samples.publish(subject, payload, msgId);
-        this.#ackedSamples++;
-        return;
-      } catch {
-        if (attempt >= SAMPLE_ATTEMPTS || this.#closed) {
-          this.#dropped("a sample publish failed");
-          return;
-        }
-        await new Promise((r) => setTimeout(r, wait));
-      }
-    }
-  }
-
-  /** Counts a sample not recorded in PEG_SAMPLES, and says so: a warning at most every 10 s while it lasts. */
-  #dropped(why: string): void {
-    this.#droppedSamples++;
-    const now = this.#clock.now();
-    this.#lastDropAt = now;
-    if (now - this.#lastDropWarnAt >= DROP_WARN_EVERY_MS) {
-      this.#lastDropWarnAt = now;
-      this.#log("warn", "overloaded: evaluated samples are being dropped from PEG_SAMPLES", {
-        why,
-        dropped_total: this.#droppedSamples,
-        queued: this.#queuedSamples,
-        max_queued: this.#maxQueued,
-      });
-    }
-  }
-
-  /**
-   * Why the link is overloaded (it dropped a sample within the last `OVERLOAD_HOLD_MS`), or null. Read by `/readyz`:
-   * a process that cannot record what it evaluates is not ready.
-   */
-  overload(now = this.#clock.now()): string | null {
-    if (this.#lastDropAt === null || now - this.#lastDropAt > OVERLOAD_HOLD_MS) return null;
-    return `overloaded: ${this.#droppedSamples} evaluated samples dropped since start, the last ${Math.max(0, Math.round((now - this.#lastDropAt) / 1000))} s ago (sample publish queue ${this.#queuedSamples}/${this.#maxQueued})`;
+  overload(now?: number): string | null {
+    return this.#samples.overload(now);
   }
 
   #epoch(mint: string): number {
@@ -405,9 +360,8 @@ export class EngineLink {
     this.#sub = null;
     while (this.#chains.size > 0) await Promise.all([...this.#chains.values()]);
     await this.#publisher.drain();
-    // Every sample publish settles (acked, or dropped after its last try) before the acks stop being read.
-    while (this.#queuedSamples > 0) await new Promise((r) => setTimeout(r, 5));
-    this.#samples.close();
+    // Every sample batch settles (acked, or dropped after its last try) before the acks stop being read.
+    await this.#samples.close();
     await this.#snapshots.close();
     this.#snapshotPuts.close();
     this.#acked.complete();

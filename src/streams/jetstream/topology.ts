@@ -4,14 +4,21 @@ import { nanos, type NatsConnection } from "@nats-io/transport-node";
 
 /** Stream and bucket names and subjects (addendum E). Subject tokens are mints, never symbols. */
 export const TOPOLOGY = {
-  /** `maxBytes`: the default bound (10 GiB; SAMPLES_STREAM_MAX_GB), whichever of it and 24 h is reached first. */
-  samples: { stream: "PEG_SAMPLES", subjects: "peg.sample.>", maxAgeMs: 24 * 3600_000, maxBytes: 10 * 2 ** 30 },
+  /**
+   * Batches of samples on `peg.samples.<partition>`; `legacySubjects`: one `SampleMessage` per message, as builds before
+   * issue 25 published (still read, from a stream of such a build or an engine not yet upgraded). `maxBytes`: the
+   * default bound (10 GiB; SAMPLES_STREAM_MAX_GB), whichever of it and 24 h is reached first.
+   */
+  samples: { stream: "PEG_SAMPLES", subjects: "peg.samples.>", legacySubjects: "peg.sample.>", maxAgeMs: 24 * 3600_000, maxBytes: 10 * 2 ** 30 },
   transitions: { stream: "PEG_TRANSITIONS", subjects: "peg.transition.>", maxAgeMs: 400 * 24 * 3600_000 },
   deliveries: { stream: "PEG_DELIVERIES", subjects: "peg.delivery.>" },
   actors: { bucket: "peg_actors" },
 } as const;
 
 export const subjects = {
+  /** A batch of samples of the mints in one partition (`SampleRecorder`). */
+  sampleBatch: (partition: number) => `peg.samples.${partition}`,
+  /** One sample (`v: 1`): what builds before issue 25 published. */
   sample: (mint: string) => `peg.sample.${mint}`,
   state: (mint: string) => `peg.state.${mint}`,
   transition: (mint: string) => `peg.transition.${mint}`,
@@ -65,7 +72,7 @@ async function ensureSamples(jsm: JetStreamManager, replicas: number, maxBytes: 
     try {
       await ensureStream(jsm, {
         name: TOPOLOGY.samples.stream,
-        subjects: [TOPOLOGY.samples.subjects],
+        subjects: [TOPOLOGY.samples.subjects, TOPOLOGY.samples.legacySubjects],
         retention: RetentionPolicy.Limits,
         storage: StorageType.File,
         discard: DiscardPolicy.Old,

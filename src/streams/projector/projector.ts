@@ -14,6 +14,7 @@ import {
 import type { OracleSnapshot, OracleSnapshots, SampleRow, SnapshotRow, Store } from "../../store/index.ts";
 import type { SampleMessage } from "../jetstream/messages.ts";
 import type { BatchMessage } from "../jetstream/consumer.ts";
+import { decodeSampleBatch, isSampleBatch } from "../jetstream/sample-batch.ts";
 
 const decoder = new TextDecoder();
 
@@ -95,11 +96,31 @@ function oracleOf(oracle: SampleWire["oracle"] | null | undefined): OracleSnapsh
 }
 
 /**
- * Projects `peg.sample.*` batches into raw sample rows (idempotent by mint, instant and trigger; the rollups are
- * recomputed from raw rows, so redelivery never double-counts) and the latest snapshot per asset (versioned by the
- * stream sequence, so an older message never overwrites a newer one). `supplyOf` gives the latest circulating supply
- * of a mint (wire decimal; the feed's `SupplyBook`), stamped on each snapshot; null (or no `supplyOf`) keeps the
- * stored one.
+ * `PEG_SAMPLES` messages handed to the sample projector at once: a message holds up to 1,000 samples (a batch of
+ * `SampleRecorder`; one in a `v: 1` message of an earlier build).
+ */
+export const SAMPLE_MESSAGES_PER_BATCH = 32;
+/** Rows per store statement. */
+const ROWS_PER_INSERT = 2_048;
+/** Snapshot versions: the stream sequence times this, plus the sample's index in its message. */
+const VERSIONS_PER_MESSAGE = 1_024;
+
+/** The version of the snapshot a sample writes: later in the stream, or later in its message, is newer. */
+export function snapshotVersion(seq: number, index = 0): number {
+  return seq * VERSIONS_PER_MESSAGE + index;
+}
+
+/** The samples of one `PEG_SAMPLES` message: a batch, or one `v: 1` `SampleMessage`. */
+function samplesOf(m: BatchMessage): SampleMessage[] {
+  return isSampleBatch(m.data) ? decodeSampleBatch(m.data) : [JSON.parse(decoder.decode(m.data)) as SampleMessage];
+}
+
+/**
+ * Projects `PEG_SAMPLES` (batches on `peg.samples.*`, single samples on `peg.sample.*`) into raw sample rows
+ * (idempotent by mint, instant and trigger; the rollups are recomputed from raw rows, so redelivery never
+ * double-counts) and the latest snapshot per asset (versioned by stream sequence and place in the message, so an
+ * older sample never overwrites a newer one). `supplyOf` gives the latest circulating supply of a mint (wire decimal;
+ * the feed's `SupplyBook`), stamped on each snapshot; null (or no `supplyOf`) keeps the stored one.
  */
 export function sampleProjector(
   store: Store,
@@ -111,14 +132,27 @@ export function sampleProjector(
     const rows: SampleRow[] = [];
     const latest = new Map<string, SnapshotRow>();
     for (const m of batch) {
-      let s: SampleMessage;
+      let samples: SampleMessage[];
       try {
-        s = JSON.parse(decoder.decode(m.data)) as SampleMessage;
-      } catch {
+        samples = samplesOf(m);
+      } catch (e) {
         stats.rejected++;
-        onReject?.(`sample seq ${m.seq}: not JSON`);
+        onReject?.(`sample seq ${m.seq}: ${e instanceof SyntaxError ? "not JSON" : e instanceof Error ? e.message : String(e)}`);
         continue;
       }
+      samples.forEach((s, i) => project(s, m.seq, i));
+    }
+    for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+      const chunk = rows.slice(i, i + ROWS_PER_INSERT);
+      const r = await store.insertSamples(chunk);
+      stats.projected += r.inserted;
+      stats.duplicates += chunk.length - r.inserted - r.stale;
+      stats.stale = (stats.stale ?? 0) + r.stale;
+    }
+    // One statement for the batch's assets, each row conditional on being newer than the stored one.
+    if (latest.size > 0) await store.upsertSnapshots([...latest.values()]);
+
+    function project(s: SampleMessage, seq: number, index: number): void {
       const ts = parseTimestamp(s.ts);
       const valid =
         ts !== null &&
@@ -130,8 +164,8 @@ export function sampleProjector(
         CONFIDENCES.includes(s.confidence);
       if (!valid) {
         stats.rejected++;
-        onReject?.(`sample seq ${m.seq}: malformed`);
-        continue;
+        onReject?.(`sample seq ${seq}${index > 0 ? ` #${index}` : ""}: malformed`);
+        return;
       }
       rows.push({
         mint: s.mint,
@@ -157,20 +191,12 @@ export function sampleProjector(
         committed_since: optionalTime(s.committed_since ?? null),
         published_since: optionalTime(s.published_since ?? null),
         updated_at: ts,
-        version: m.seq,
+        version: snapshotVersion(seq, index),
         sol_per_lst: optionalDecimal(s.sample?.intrinsic_sol),
         oracle: oracleOf(s.sample?.oracle),
         // Not carried by samples: a slow signal observed on its own cadence; null keeps the stored value.
         circulating_supply: supplyOf?.(s.mint) ?? null,
       });
     }
-    if (rows.length > 0) {
-      const r = await store.insertSamples(rows);
-      stats.projected += r.inserted;
-      stats.duplicates += rows.length - r.inserted - r.stale;
-      stats.stale = (stats.stale ?? 0) + r.stale;
-    }
-    // One statement for the batch's assets, each row conditional on being newer than the stored one.
-    if (latest.size > 0) await store.upsertSnapshots([...latest.values()]);
   };
 }
