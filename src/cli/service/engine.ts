@@ -152,6 +152,8 @@ export async function startEngine(p: EngineParts): Promise<Engine> {
     window: 1024,
     // Room for two ticks of every asset: the throttle admits a tick only when the queue can take all of it.
     maxQueuedSamples: Math.max(10_000, 2 * catalog.active.length),
+    // Sample batches per lease partition (peg.samples.<p>), so a partition's samples travel together; one otherwise.
+    sampleBatches: { partitions: Math.max(1, config.leasePartitions) },
   });
   p.progress.link = link;
   link.start();
