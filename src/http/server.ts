@@ -17,6 +17,7 @@ import { serveUws, type UwsServer } from "./uws-adapter.ts";
 import { loadStaticFiles } from "./static.ts";
 import { attachStatic } from "./static-uws.ts";
 import { WsHub } from "./ws/hub.ts";
+import { watchUpstream, type UpstreamWatch } from "./ws/upstream.ts";
 import { WS_LIMITS } from "./ws/protocol.ts";
 import { attachWs, uwsTransport } from "./ws/uws.ts";
 import type { Observable } from "rxjs";
@@ -203,6 +204,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
   const transport = uwsTransport();
   let hub: WsHub | null = null;
   let feed: LiveFeed | null = null;
+  let upstream: UpstreamWatch | null = null;
   if (deps.nc !== undefined) {
     hub = new WsHub({ catalog, clock, transport, onBackpressureClose: () => metrics.wsBackpressureCloses.inc() });
     const h = hub;
@@ -231,6 +233,14 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
     });
     await feed.ready;
     h.start();
+    upstream = watchUpstream({
+      ping: deps.natsAlive,
+      onChange: (why) => {
+        h.unavailable(why);
+        if (why === null) deps.log?.("warn", "NATS answers again: WebSocket connections are accepted again");
+        else deps.log?.("warn", "NATS does not answer: WebSocket clients closed (1013, upstream_unavailable) until it does", { why });
+      },
+    });
   }
   const wsClients = deps.wsClients ?? (hub === null ? undefined : () => hub.stats.clients);
   const routes = publicRoutes(readModel, {
@@ -288,6 +298,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
     });
   } catch (e) {
     server.close();
+    upstream?.stop();
     hub?.stop();
     await feed?.stop();
     throw new Error(`metrics listener (METRICS_HOST=${config.metricsHost}, METRICS_PORT=${config.metricsPort}): ${e instanceof Error ? e.message : String(e)}`);
@@ -302,6 +313,7 @@ export async function startApi(deps: ApiDeps): Promise<Api> {
     close: async () => {
       server.close();
       metricsServer.close();
+      upstream?.stop();
       hub?.stop();
       await feed?.stop();
     },

@@ -110,3 +110,47 @@ export function earlyHandovers(history: readonly LeaseEvent[]): string[] {
   }
   return early;
 }
+
+/**
+ * A client as a user of two API processes writes it: subscribed to every asset; when its connection closes it
+ * reconnects to the next address with `since_seq` = the last transition it processed, so it expects every transition
+ * once, in order, across the failover.
+ */
+export class FailoverClient {
+  readonly transitions: Msg[] = [];
+  readonly errors: Msg[] = [];
+  readonly closes: { url: string; code: number; at: number }[] = [];
+  #ws: WebSocket | null = null;
+  #next = 0;
+  #stopped = false;
+  constructor(
+    readonly name: string,
+    readonly urls: readonly string[],
+  ) {
+    this.#open();
+  }
+  #open(): void {
+    const url = this.urls[this.#next % this.urls.length]!;
+    const since = this.transitions.at(-1)?.["seq"] ?? 0;
+    const ws = new WebSocket(url);
+    this.#ws = ws;
+    ws.on("open", () => ws.send(JSON.stringify({ op: "subscribe", assets: ["*"], since_seq: since })));
+    ws.on("message", (data, isBinary) => {
+      if (isBinary) return;
+      const m = { ...(JSON.parse(data.toString()) as Msg), received_at: Date.now(), via: url };
+      if (m.type === "transition") this.transitions.push(m);
+      else if (m.type === "error") this.errors.push(m);
+    });
+    ws.on("error", () => {});
+    ws.on("close", (code) => {
+      this.closes.push({ url, code, at: Date.now() });
+      if (this.#stopped) return;
+      this.#next++;
+      setTimeout(() => this.#open(), 100);
+    });
+  }
+  close(): void {
+    this.#stopped = true;
+    this.#ws?.close();
+  }
+}

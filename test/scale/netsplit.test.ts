@@ -10,6 +10,8 @@
  * - the acknowledged history is exactly the uninterrupted offline replay (one chain of transitions per asset, nothing
  *   lost, repeated or invented, identical receipts), the WebSocket client received it once and in order, and no
  *   partition changed owner before its lease expired.
+ * - an API process cut off the same way closes its WebSocket clients (1013, `upstream_unavailable`) once NATS has not
+ *   answered for 5 s; they reconnect to the other API process with `since_seq` and miss nothing.
  * The measured times are printed as one JSON line (`NETSPLIT`).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -31,7 +33,7 @@ import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { freePort, sleep, waitFor } from "../support/ports.ts";
 import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 import { spawnServe, type ServeProcess } from "../support/serve.ts";
-import { ackedHistory, Client, earlyHandovers, expectReplayed, watchLeases } from "./cluster-checks.ts";
+import { ackedHistory, Client, earlyHandovers, expectReplayed, FailoverClient, watchLeases } from "./cluster-checks.ts";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -52,6 +54,7 @@ const expected = replayScenario({ ...scenario, until: lastTs + 10 * 60_000 }, { 
 let nats: TestNats;
 let pg: TestPostgres;
 let proxy: TcpProxy;
+let apiProxy: TcpProxy;
 let databaseUrl: string;
 const procs: ServeProcess[] = [];
 const dirs: string[] = [];
@@ -60,6 +63,7 @@ beforeAll(async () => {
   [nats, pg] = await Promise.all([startNats(), startPostgres()]);
   databaseUrl = await pg.createDatabase();
   proxy = await startTcpProxy(nats.port);
+  apiProxy = await startTcpProxy(nats.port);
 }, 120_000);
 
 afterAll(async () => {
@@ -69,6 +73,7 @@ afterAll(async () => {
   mkdirSync(out, { recursive: true });
   for (const p of procs) writeFileSync(join(out, `${p.name}.log`), p.stderr());
   await proxy?.close();
+  await apiProxy?.close();
   await nats?.dispose();
   await pg?.dispose();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -111,6 +116,13 @@ describe("network partition of an engine", () => {
     procs.push(api);
     await api.started();
     const client = new Client("api", `ws://127.0.0.1:${apiPort}/v1/ws`);
+    // A second API process reaches NATS through its own proxy; its clients fail over to the first one.
+    const api2Port = await freePort();
+    const api2 = spawnServe({ ...env("api", api2Port), NATS_URL: `nats://127.0.0.1:${apiProxy.port}` }, { name: "api-2" });
+    procs.push(api2);
+    await api2.started();
+    const urls = [`ws://127.0.0.1:${api2Port}/v1/ws`, `ws://127.0.0.1:${apiPort}/v1/ws`];
+    const failovers = [new FailoverClient("failover-a", urls), new FailoverClient("failover-b", urls)];
     const nc = await connect({ servers: nats.url });
     const watch = await watchLeases(nc, "partition.>");
 
@@ -181,8 +193,24 @@ describe("network partition of an engine", () => {
       "engine-2 to rejoin and the partitions to be shared again",
     );
 
-    // 3. The end of the scenario: the acknowledged history is the offline replay, and the client saw all of it.
+    // 3. Cut the second API process off NATS: its clients are closed (1013, upstream_unavailable) and resume on the
+    // first one from the last transition they processed.
     const jsm = await jetstreamManager(nc);
+    const before = failovers.map((c) => c.transitions.length);
+    const apiCutAt = Date.now();
+    apiProxy.cut();
+    await waitFor(() => failovers.every((c) => c.closes.some((x) => x.at >= apiCutAt && x.url === urls[0])), 20_000, "the cut-off API process to close its clients");
+    const apiClosedAt = Math.max(...failovers.map((c) => c.closes.find((x) => x.at >= apiCutAt)!.at));
+    for (const c of failovers) {
+      expect(c.closes.find((x) => x.at >= apiCutAt)?.code, c.name).toBe(1013);
+      expect(c.errors.map((e) => e["error"]), c.name).toContain("upstream_unavailable");
+    }
+    const lastSeq = (await jsm.streams.info("PEG_TRANSITIONS")).state.last_seq;
+    await waitFor(() => failovers.every((c) => c.transitions.some((m) => m.via === urls[1] && (m["seq"] as number) > lastSeq)), 60_000, "transitions through the other API process");
+    expect(failovers.map((c) => c.transitions.length - before[failovers.indexOf(c)]!).every((n) => n > 0)).toBe(true);
+    apiProxy.heal();
+
+    // 4. The end of the scenario: the acknowledged history is the offline replay, and every client saw all of it.
     await waitFor(async () => (await jsm.streams.info("PEG_TRANSITIONS")).state.messages >= expected.length, 150_000, `${expected.length} transitions`);
     await sleep(1_000);
     const { receipts, firstSeq } = await ackedHistory(jsm);
@@ -191,6 +219,8 @@ describe("network partition of an engine", () => {
     expect(client.closed).toBeNull();
     expect(client.transitions().map((m) => m["alert_id"])).toEqual(receipts.map((r) => r.alert_id));
     expect(client.transitions().map((m) => m["seq"])).toEqual(receipts.map((_, i) => firstSeq + i));
+    await waitFor(() => failovers.every((c) => c.transitions.length >= receipts.length), 20_000, "the failover clients to receive every transition");
+    for (const c of failovers) expect(c.transitions.map((m) => m["alert_id"]), `${c.name}: every transition once, in order, across the failover`).toEqual(receipts.map((r) => r.alert_id));
     expect(earlyHandovers(watch.history)).toEqual([]);
     watch.stop();
 
@@ -202,6 +232,7 @@ describe("network partition of an engine", () => {
       cut_to_taken_ms: Math.max(...takenAt.values()) - cutAt,
       cut_to_restored_ms: restoredAt - cutAt,
       heal_to_rejoined_ms: rejoinedAt - healAt,
+      api_cut_to_clients_closed_ms: apiClosedAt - apiCutAt,
       transitions: receipts.length,
       transitions_lost: counts.lost,
       transitions_duplicated: counts.duplicated,
@@ -209,6 +240,7 @@ describe("network partition of an engine", () => {
     };
     process.stdout.write(`NETSPLIT ${JSON.stringify(measured)}\n`);
     client.ws.close();
+    for (const c of failovers) c.close();
     await nc.close();
   }, 300_000);
 });

@@ -60,7 +60,8 @@ export type StreamServerErrorCode =
   | "too_many_assets"
   | "too_many_connections"
   | "rate_limited"
-  | "replay_truncated";
+  | "replay_truncated"
+  | "upstream_unavailable";
 
 export interface ServerErrorMessage {
   readonly type: "error";
@@ -85,6 +86,7 @@ const ERROR_CODES: ReadonlySet<string> = new Set([
   "too_many_connections",
   "rate_limited",
   "replay_truncated",
+  "upstream_unavailable",
 ] satisfies StreamServerErrorCode[]);
 
 const isSeq = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;

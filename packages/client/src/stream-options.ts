@@ -87,7 +87,9 @@ export type StreamErrorCode = StreamServerErrorCode | "unreadable_message" | "we
  * `invalid_message`) close it, and a `for await` loop throws the error after the events queued before it; the
  * others are reported and the stream carries on (`replay_truncated`: transitions older than the server's 24 h window
  * were not replayed; `rate_limited`: the stream sets its subscription up again on a new connection;
- * `too_many_connections`: retried). A refused `subscribe()` / `unsubscribe()` rejects with a non-fatal one instead.
+ * `too_many_connections`: retried; `upstream_unavailable`: that server lost its link to the stream and closed the
+ * connection, the stream reconnects and resumes after the last transition it delivered). A refused `subscribe()` /
+ * `unsubscribe()` rejects with a non-fatal one instead.
  */
 export class PegStreamError extends Error {
   constructor(

@@ -137,6 +137,8 @@ export class WsHub {
   readonly #pendingState = new Map<string, LiveState>();
   readonly #stateTimers = new Map<string, ReturnType<typeof setTimeout>>();
   #timers: ReturnType<typeof setInterval>[] = [];
+  /** Why the hub cannot see the stream now (`unavailable`), or null. */
+  #unavailable: string | null = null;
   #stats = { backpressureCloses: 0, limitCloses: 0, statesPublished: 0, transitionsPublished: 0, replayed: 0 };
 
   constructor(opts: WsHubOptions) {
@@ -182,8 +184,28 @@ export class WsHub {
   // ----------------------------------------------------------------------------------------------------------------
   // Connections.
 
-  /** A new connection: greets it, or refuses it (error then close) beyond the per-address limit. */
+  /**
+   * While `why` is set this process cannot see the stream (its NATS link is cut, `upstream.ts`): every client gets an
+   * `upstream_unavailable` error and is closed with 1013, so that it reconnects, with `since_seq`, to a process that
+   * can; a new connection is refused the same way until `why` is null again. A client is never left connected and
+   * blind.
+   */
+  unavailable(why: string | null): void {
+    this.#unavailable = why;
+    if (why === null) return;
+    for (const s of [...this.#sessions]) {
+      this.#error(s, "upstream_unavailable", why);
+      this.#close(s, CLOSE.tryAgainLater, "upstream unavailable");
+    }
+  }
+
+  /** A new connection: greets it, or refuses it (error then close) beyond the per-address limit or while unavailable. */
   connect(conn: WsConnection, ip: string): WsSession | null {
+    if (this.#unavailable !== null) {
+      conn.send(errorMessage("upstream_unavailable", this.#unavailable));
+      conn.end(CLOSE.tryAgainLater, "upstream unavailable");
+      return null;
+    }
     const n = this.#perIp.get(ip) ?? 0;
     if (n >= WS_LIMITS.connectionsPerIp) {
       this.#stats.limitCloses++;

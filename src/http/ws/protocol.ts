@@ -36,7 +36,8 @@ export type WsErrorCode =
   | "too_many_assets"
   | "too_many_connections"
   | "rate_limited"
-  | "replay_truncated";
+  | "replay_truncated"
+  | "upstream_unavailable";
 
 export type ClientOp =
   | { readonly op: "subscribe"; readonly assets: readonly string[]; readonly sinceSeq: number | null }
