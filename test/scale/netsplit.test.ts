@@ -34,6 +34,7 @@ import { freePort, sleep, waitFor } from "../support/ports.ts";
 import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 import { spawnServe, type ServeProcess } from "../support/serve.ts";
 import { ackedHistory, Client, earlyHandovers, expectReplayed, FailoverClient, watchLeases } from "./cluster-checks.ts";
+import { roleEnv } from "./deploy-env.ts";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -94,22 +95,25 @@ const at = (l: Record<string, unknown>) => Date.parse(String(l["ts"]));
 
 describe("network partition of an engine", () => {
   it("a cut-off engine stops deciding before its partitions are taken, leaves one chain per asset, and rejoins after the heal", async () => {
-    const base = {
-      NATS_URL: nats.url,
-      DATABASE_URL: databaseUrl,
-      SECRETS_KEY: TEST_SECRETS_KEY,
-      FEED: `scenario:${SCENARIO}`,
-      SCENARIO_SPEED: String(SPEED),
-      SCENARIO_CATCHUP: "received",
-      LEASE_PARTITIONS: String(PARTITIONS),
-      GIT_SHA,
-      HOST: "127.0.0.1",
-      RATE_LIMIT_PER_MIN: "1000000",
-    };
-    const env = (role: string, port?: number) => {
+    // The role files of deploy/env, with this test's servers, store, secrets and feed.
+    const env = (role: "engine" | "api", port?: number, natsUrl = nats.url) => {
       const dir = mkdtempSync(join(tmpdir(), `peg-netsplit-${role}-`));
       dirs.push(dir);
-      return { ...base, ROLE: role, DATA_DIR: dir, PORT: String(port ?? 8080) };
+      return roleEnv(
+        role,
+        {
+          NATS_URL: natsUrl,
+          NATS_REPLICAS: "1",
+          DATABASE_URL: databaseUrl,
+          SECRETS_KEY: TEST_SECRETS_KEY,
+          LEASE_PARTITIONS: String(PARTITIONS),
+          FEED: `scenario:${SCENARIO}`,
+          DATA_DIR: dir,
+          METRICS_PORT: "0",
+          ...(role === "api" ? { HOST: "127.0.0.1", PORT: String(port) } : {}),
+        },
+        { SCENARIO_SPEED: String(SPEED), SCENARIO_CATCHUP: "received", GIT_SHA, RATE_LIMIT_PER_MIN: "1000000" },
+      );
     };
     const apiPort = await freePort();
     const api = spawnServe(env("api", apiPort), { name: "api" });
@@ -118,7 +122,7 @@ describe("network partition of an engine", () => {
     const client = new Client("api", `ws://127.0.0.1:${apiPort}/v1/ws`);
     // A second API process reaches NATS through its own proxy; its clients fail over to the first one.
     const api2Port = await freePort();
-    const api2 = spawnServe({ ...env("api", api2Port), NATS_URL: `nats://127.0.0.1:${apiProxy.port}` }, { name: "api-2" });
+    const api2 = spawnServe(env("api", api2Port, `nats://127.0.0.1:${apiProxy.port}`), { name: "api-2" });
     procs.push(api2);
     await api2.started();
     const urls = [`ws://127.0.0.1:${api2Port}/v1/ws`, `ws://127.0.0.1:${apiPort}/v1/ws`];
@@ -127,7 +131,7 @@ describe("network partition of an engine", () => {
     const watch = await watchLeases(nc, "partition.>");
 
     const engine1 = spawnServe(env("engine"), { name: "engine-1" });
-    const engine2 = spawnServe({ ...env("engine"), NATS_URL: `nats://127.0.0.1:${proxy.port}` }, { name: "engine-2" });
+    const engine2 = spawnServe(env("engine", undefined, `nats://127.0.0.1:${proxy.port}`), { name: "engine-2" });
     procs.push(engine1, engine2);
     await Promise.all([engine1.started(), engine2.started()]);
     const engineId = (p: ServeProcess) => String(p.lines().find((l) => l["msg"] === "serving")?.["engine"]);

@@ -1,11 +1,15 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { connect as tcpConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
+import { fileURLToPath } from "node:url";
 import { freePort, sleep, waitFor } from "./ports.ts";
+
+/** The nodes' configuration file (deploy/README.md); a node's own values come from its environment. */
+const CLUSTER_CONF = fileURLToPath(new URL("../../deploy/nats/cluster.conf", import.meta.url));
 
 /** One node of a test cluster. */
 export interface ClusterNode {
@@ -42,12 +46,12 @@ function portOpen(port: number): Promise<boolean> {
 }
 
 /**
- * Starts `size` nats-servers (default 3) as one cluster with JetStream: each node gets a config file in a temporary
- * directory (`server_name`, client port, `cluster { name, listen, routes }` to every other node,
- * `jetstream { store_dir }`), and the call resolves once the JetStream meta group has a leader (a client can read
- * account info through any node).
+ * Starts `size` nats-servers (3, the size of deploy/nats/cluster.conf's routes) as one cluster with JetStream, each
+ * running deploy/nats/cluster.conf with its environment (name, client and cluster ports, store, routes to every node);
+ * resolves once the JetStream meta group has a leader (a client can read account info through any node).
  */
 export async function startNatsCluster(size = 3): Promise<TestNatsCluster> {
+  if (size !== 3) throw new RangeError("deploy/nats/cluster.conf routes three nodes");
   const root = mkdtempSync(join(tmpdir(), "peg-nats-cluster-"));
   const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), cluster: await freePort() })));
   const nodes: (ClusterNode & { proc: ChildProcess | null })[] = [];
@@ -55,19 +59,15 @@ export async function startNatsCluster(size = 3): Promise<TestNatsCluster> {
     const name = `n${i + 1}`;
     const store = join(root, name);
     mkdirSync(store, { recursive: true });
-    const routes = ports.filter((_, j) => j !== i).map((p) => `nats-route://127.0.0.1:${p.cluster}`);
-    const conf = join(root, `${name}.conf`);
-    writeFileSync(
-      conf,
-      [
-        `server_name: ${name}`,
-        `listen: 127.0.0.1:${ports[i]!.client}`,
-        `max_payload: 1MB`,
-        `jetstream { store_dir: ${JSON.stringify(store)}, max_memory_store: 256MB, max_file_store: 2GB }`,
-        `cluster { name: peg, listen: 127.0.0.1:${ports[i]!.cluster}, routes: [${routes.join(", ")}] }`,
-        "",
-      ].join("\n"),
-    );
+    // deploy/nats/cluster.conf, the file production nodes run, with this node's environment (as its env file sets).
+    const nodeEnv = {
+      NATS_SERVER_NAME: name,
+      NATS_LISTEN: `127.0.0.1:${ports[i]!.client}`,
+      NATS_STORE_DIR: store,
+      NATS_MAX_FILE_STORE: "2GB",
+      NATS_CLUSTER_LISTEN: `127.0.0.1:${ports[i]!.cluster}`,
+      ...Object.fromEntries(ports.map((p, j) => [`NATS_ROUTE_${j + 1}`, `nats-route://127.0.0.1:${p.cluster}`])),
+    };
     const port = ports[i]!.client;
     const logFile = join(root, `${name}.log`);
     const node = {
@@ -80,7 +80,7 @@ export async function startNatsCluster(size = 3): Promise<TestNatsCluster> {
         return node.proc !== null && node.proc.exitCode === null;
       },
       start: async () => {
-        const p = spawn("nats-server", ["-c", conf, "-l", logFile], { stdio: ["ignore", "ignore", "pipe"] });
+        const p = spawn("nats-server", ["-c", CLUSTER_CONF, "-l", logFile], { stdio: ["ignore", "ignore", "pipe"], env: { PATH: process.env["PATH"] ?? "", ...nodeEnv } });
         let stderr = "";
         p.stderr?.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
         node.proc = p;
