@@ -20,7 +20,7 @@ import { subscriptionBody } from "./me-bodies.ts";
 import { BEARER, defined, PRIVATE, written, type MeContext } from "./me-context.ts";
 import { jsonResult, type DocumentedRoute } from "./spec.ts";
 
-/** The user's alert subscriptions, and the transitions of the subscribed assets. */
+/** The user's alert subscriptions: list, subscribe, change, unsubscribe. */
 export function meSubscriptionRoutes(ctx: MeContext): DocumentedRoute[] {
   const { rm, accounts, auth, knownAsset } = ctx;
   return [
@@ -94,6 +94,13 @@ export function meSubscriptionRoutes(ctx: MeContext): DocumentedRoute[] {
         errors: [...BEARER_ERRORS, "asset_not_found", "not_found"],
       },
     },
+  ];
+}
+
+/** The transitions of the assets the user has an active subscription to. */
+export function meAlertRoutes(ctx: MeContext): DocumentedRoute[] {
+  const { rm, accounts, auth } = ctx;
+  return [
     {
       method: "GET",
       path: "/v1/me/alerts",

@@ -12,7 +12,7 @@ import { PreferencesPatch, User } from "../schemas/index.ts";
 import { BEARER_ERRORS, BODY_ERRORS, parseJsonBody } from "./auth.ts";
 import { userBody } from "./me-bodies.ts";
 import { BEARER, defined, meContext, PRIVATE, type MeContext, type MeRouteOptions } from "./me-context.ts";
-import { meSubscriptionRoutes } from "./me-subscriptions.ts";
+import { meAlertRoutes, meSubscriptionRoutes } from "./me-subscriptions.ts";
 import { meDeliveryRoutes, meWebhookRoutes } from "./me-webhooks.ts";
 import { jsonResult, type DocumentedRoute } from "./spec.ts";
 
@@ -21,7 +21,7 @@ export type { MeRouteOptions } from "./me-context.ts";
 /** `cursors` signs and checks the deliveries listing's `next_before` / `before` (one listing per webhook). */
 export function meRoutes(rm: ReadModel, accounts: AccountsModel, cursors: CursorCodec, opts: MeRouteOptions = {}): DocumentedRoute[] {
   const ctx = meContext(rm, accounts, cursors, opts);
-  return [...meProfileRoutes(ctx), ...meSubscriptionRoutes(ctx), ...meWebhookRoutes(ctx), ...meDeliveryRoutes(ctx)];
+  return [...meProfileRoutes(ctx), ...meSubscriptionRoutes(ctx), ...meAlertRoutes(ctx), ...meWebhookRoutes(ctx), ...meDeliveryRoutes(ctx)];
 }
 
 /** The signed-in user and their preferences. */
