@@ -52,31 +52,20 @@ export {
   type StepResult,
   type StepTrigger,
 } from "./evaluate.ts";
+export { alertId, buildReceipt, receiptHash, replayBundle, type Receipt, type ReceiptContext, type ReplayBundle } from "./receipt.ts";
 export {
-  alertId,
-  buildReceipt,
   computedFromWire,
   computedToWire,
-  diffComputed,
   inputsFromWire,
   inputsToWire,
   methodologyAssetFrom,
   parseThresholds,
-  receiptHash,
-  rederive,
-  stateFromReceipt,
-  replayBundle,
-  verifyBundle,
   ReceiptFormatError,
-  VERIFY_EXIT,
   type ComputedWire,
   type InputsFrozen,
   type OracleEntryWire,
-  type Receipt,
-  type ReceiptContext,
-  type ReplayBundle,
-  type VerifyResult,
-} from "./receipt.ts";
+} from "./receipt-wire.ts";
+export { diffComputed, rederive, stateFromReceipt, verifyBundle, VERIFY_EXIT, type VerifyResult } from "./receipt-verify.ts";
 export { sampleFromWire, sampleToWire, SampleFormatError, type SampleWire } from "./sample-wire.ts";
 export { FieldError } from "./errors.ts";
 export {

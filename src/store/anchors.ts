@@ -7,105 +7,13 @@
  * restarted worker asks the cluster about that signature before it ever signs another one.
  */
 import { PEG_STATES, type EpochMs, type PegState } from "../methodology/index.ts";
-import { atomically, toEnum, toInt, toIntOrNull, toMs, toMsOrNull, tsParam } from "./normalise.ts";
-import type { Executor, NullableTimestamptz, Timestamptz } from "./schema.ts";
+import { atomically, toEnum, toMs, tsParam } from "./normalise.ts";
+import type { Executor } from "./schema.ts";
 import type { CommitStatus } from "./alerts.ts";
-import type { ColumnType, Kysely, Selectable } from "kysely";
+import { anchorFromRow, tables, type AnchorFailure, type AnchorRecord, type AnchorRowStatus } from "./anchor-tables.ts";
 
-/** Life of one anchor row. `over_budget` rows exist only to remember that the budget refused the alert. */
-export const ANCHOR_ROW_STATUSES = [
-  "reserved",
-  "sent",
-  "committed",
-  "retry_exhausted",
-  "wallet_drained",
-  "persistence_failed",
-  "over_budget",
-] as const;
-export type AnchorRowStatus = (typeof ANCHOR_ROW_STATUSES)[number];
-
-/** The failures that end an anchor for good (they are also the receipt's `commit_status`). */
-export type AnchorFailure = "retry_exhausted" | "wallet_drained" | "persistence_failed";
-
-interface AnchorsTable {
-  alert_id: string;
-  status: string;
-  budget_day: string | null;
-  attempts: ColumnType<number, number | undefined, number>;
-  memo: string;
-  signer: string | null;
-  tx_sig: string | null;
-  wire_tx: string | null;
-  last_valid_block_height: ColumnType<string | number | bigint | null, string | null, string | null>;
-  slot: ColumnType<string | number | bigint | null, string | null, string | null>;
-  block_time: NullableTimestamptz;
-  error: string | null;
-  lease_owner: string | null;
-  lease_until: NullableTimestamptz;
-  created_at: Timestamptz;
-  updated_at: Timestamptz;
-}
-
-interface AnchorBudgetTable {
-  day: string;
-  used: number;
-}
-
-interface AnchorKeysTable {
-  address: string;
-  seed_hex: string;
-  created_at: Timestamptz;
-}
-
-type AnchorTables = { anchors: AnchorsTable; anchor_budget: AnchorBudgetTable; anchor_keys: AnchorKeysTable };
-type AnchorDb = Kysely<Executor extends Kysely<infer D> ? D & AnchorTables : never>;
-
-// The tables of migration 0005 are declared here, next to the only code that touches them.
-const tables = (db: Executor): AnchorDb => db.withTables<AnchorTables>() as unknown as AnchorDb;
-
-/** One anchor row. Instants are epoch ms; `last_valid_block_height` and `slot` are safe integers. */
-export interface AnchorRecord {
-  readonly alert_id: string;
-  readonly status: AnchorRowStatus;
-  /** UTC day (`YYYY-MM-DD`) whose budget paid for this alert; null when refused. */
-  readonly budget_day: string | null;
-  /** Transactions signed so far. */
-  readonly attempts: number;
-  readonly memo: string;
-  readonly signer: string | null;
-  /** Signature of the transaction in flight (`sent`) or landed (`committed`). */
-  readonly tx_sig: string | null;
-  /** Base64 wire transaction in flight, so it can be re-sent unchanged after a restart. */
-  readonly wire_tx: string | null;
-  readonly last_valid_block_height: number | null;
-  readonly slot: number | null;
-  readonly block_time: EpochMs | null;
-  readonly error: string | null;
-  /** The worker holding the alert, until `lease_until`. */
-  readonly lease_owner: string | null;
-  readonly lease_until: EpochMs | null;
-  readonly updated_at: EpochMs;
-}
-
-function anchorFromRow(r: Selectable<AnchorsTable>): AnchorRecord {
-  return {
-    alert_id: r.alert_id,
-    status: toEnum(r.status, ANCHOR_ROW_STATUSES, "anchors.status"),
-    budget_day: r.budget_day,
-    attempts: toInt(r.attempts, "anchors.attempts"),
-    memo: r.memo,
-    signer: r.signer,
-    tx_sig: r.tx_sig,
-    wire_tx: r.wire_tx,
-    last_valid_block_height: toIntOrNull(r.last_valid_block_height, "anchors.last_valid_block_height"),
-    slot: toIntOrNull(r.slot, "anchors.slot"),
-    block_time: toMsOrNull(r.block_time, "anchors.block_time"),
-    error: r.error,
-    lease_owner: r.lease_owner,
-    lease_until: toMsOrNull(r.lease_until, "anchors.lease_until"),
-    updated_at: toMs(r.updated_at, "anchors.updated_at"),
-  };
-}
+export { ANCHOR_ROW_STATUSES, type AnchorFailure, type AnchorRecord, type AnchorRowStatus } from "./anchor-tables.ts";
+export { anchorBudgetUsed, ensureAnchorKey, loadAnchorKey, resealAnchorKey, type AnchorKeyRecord } from "./anchor-keys.ts";
 
 /** A receipt waiting for its commit (`commit_status` = `not_committed_yet`), with its anchor row if it has one. */
 export interface WaitingAnchor {
@@ -392,54 +300,3 @@ export async function onchainCommit(db: Executor, alertId: string): Promise<Onch
   }
   return { tx_sig: a.tx_sig, slot: a.slot, block_time: a.block_time, memo: a.memo, signer: a.signer };
 }
-
-/** Commits counted against a UTC day's budget so far. */
-export async function anchorBudgetUsed(db: Executor, day: string): Promise<number> {
-  const r = await tables(db).selectFrom("anchor_budget").select("used").where("day", "=", day).executeTakeFirst();
-  return r === undefined ? 0 : toInt(r.used, "anchor_budget.used");
-}
-
-/** The stored fee payer: base58 address and its 32-byte seed. Secret. */
-export interface AnchorKeyRecord {
-  readonly address: string;
-  /**
-   * The seed as stored: sealed under the secrets key (`peg-sealed:v1:…`, src/secret-box.ts), or 64 lowercase hex
-   * digits as an earlier build stored it (sealed in place at the next start, src/anchor/fee-payer.ts).
-   */
-  readonly seed_hex: string;
-  readonly created_at: EpochMs;
-}
-
-/**
- * Stores `key` unless a fee payer exists already, and returns the one in force (the oldest), so two processes
- * starting together end up with the same key.
- */
-export async function ensureAnchorKey(db: Executor, key: AnchorKeyRecord): Promise<AnchorKeyRecord> {
-  if (!key.seed_hex.startsWith("peg-sealed:")) throw new RangeError("seed_hex must be a sealed seed (src/secret-box.ts)");
-  const t = tables(db);
-  const first = await loadAnchorKey(db);
-  if (first !== undefined) return first;
-  await t
-    .insertInto("anchor_keys")
-    .values({ address: key.address, seed_hex: key.seed_hex, created_at: tsParam(key.created_at) })
-    .onConflict((oc) => oc.column("address").doNothing())
-    .execute();
-  const stored = await loadAnchorKey(db);
-  if (stored === undefined) throw new Error("the anchor key was not stored");
-  return stored;
-}
-
-/**
- * Replaces a fee payer's stored seed by its sealed form, if it still is `was` (a concurrent start may have sealed it
- * first). True when this call replaced it.
- */
-export async function resealAnchorKey(db: Executor, address: string, was: string, sealed: string): Promise<boolean> {
-  const r = await tables(db).updateTable("anchor_keys").set({ seed_hex: sealed }).where("address", "=", address).where("seed_hex", "=", was).executeTakeFirst();
-  return r.numUpdatedRows > 0n;
-}
-
-export async function loadAnchorKey(db: Executor): Promise<AnchorKeyRecord | undefined> {
-  const r = await tables(db).selectFrom("anchor_keys").selectAll().orderBy("created_at").orderBy("address").limit(1).executeTakeFirst();
-  return r === undefined ? undefined : { address: r.address, seed_hex: r.seed_hex, created_at: toMs(r.created_at, "anchor_keys.created_at") };
-}
-

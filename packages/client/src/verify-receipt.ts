@@ -1,9 +1,10 @@
 /**
  * Offline verification of a receipt's replay bundle (docs/receipts.md section 2), with the methodology code itself:
- * `verifyBundle` of `src/methodology/receipt.ts` is what `peg-oracle verify` runs and what the engine decides with,
+ * `verifyBundle` of `src/methodology/receipt-verify.ts` is what `peg-oracle verify` runs and what the engine decides with,
  * so a receipt passes here exactly when it passes there. Pure: no network, no clock, no Node built-ins.
  */
-import { verifyBundle, type ReplayBundle } from "../../../src/methodology/receipt.ts";
+import type { ReplayBundle } from "../../../src/methodology/receipt.ts";
+import { verifyBundle } from "../../../src/methodology/receipt-verify.ts";
 
 export type { ReplayBundle };
 

@@ -10,8 +10,9 @@
  */
 import type { Catalog, CatalogAsset } from "../../catalog/index.ts";
 import type { Clock } from "../../clock.ts";
-import { METHODOLOGY_VERSION, parseDecimal, riskScore, timestampToWire, type EpochMs, type PegState } from "../../methodology/index.ts";
+import { METHODOLOGY_VERSION, parseDecimal, riskScore, timestampToWire, type PegState } from "../../methodology/index.ts";
 import { STALE_AFTER_MS } from "../routes/asset-card.ts";
+import type { LiveState, LiveTransition, WsConnection, WsSession, WsTransport } from "./hub-ports.ts";
 import {
   CLOSE,
   errorMessage,
@@ -27,65 +28,9 @@ import {
   type AssetStateMessage,
   type WsErrorCode,
 } from "./protocol.ts";
+import { TransitionRing } from "./transition-ring.ts";
 
-/** One client connection as the transport exposes it. */
-export interface WsConnection {
-  send(text: string): void;
-  subscribe(topic: string): void;
-  unsubscribe(topic: string): void;
-  /** Closes with a close frame (code, reason). */
-  end(code: number, reason: string): void;
-  /** Bytes queued for this client and not yet written to its socket. */
-  bufferedAmount(): number;
-}
-
-export interface WsTransport {
-  /** Sends `text` to every connection subscribed to `topic`. */
-  publish(topic: string, text: string): void;
-}
-
-/** A connected client: its subscriptions and message budget. */
-export interface WsSession {
-  readonly conn: WsConnection;
-  readonly ip: string;
-  all: boolean;
-  readonly mints: Set<string>;
-  windowStart: number;
-  messages: number;
-  warned: boolean;
-  closed: boolean;
-}
-
-/** A published recompute as it arrives on `peg.state.<mint>`. */
-export interface LiveState {
-  readonly mint: string;
-  readonly state: PegState;
-  /** d_smooth, wire decimal. */
-  readonly discount: string | null;
-  readonly at: EpochMs;
-}
-
-/** A transition as it arrives on `peg.transition.<mint>` (the receipt's fields the stream carries). */
-export interface LiveTransition {
-  readonly seq: number;
-  readonly alert_id: string;
-  readonly mint: string;
-  readonly asset: string;
-  readonly from_state: PegState;
-  readonly to_state: PegState;
-  readonly discount: string;
-  /** detected_at, RFC 3339. */
-  readonly ts: string;
-  /** When the stream stored it (epoch ms; default: now): what the 24 h replay window is measured on. */
-  readonly at?: EpochMs;
-}
-
-interface RingEntry {
-  readonly seq: number;
-  readonly mint: string;
-  readonly at: EpochMs;
-  readonly text: string;
-}
+export type { LiveState, LiveTransition, WsConnection, WsSession, WsTransport } from "./hub-ports.ts";
 
 export interface WsHubStats {
   readonly clients: number;
@@ -120,7 +65,6 @@ export class WsHub {
   readonly #catalog: Catalog;
   readonly #clock: Clock;
   readonly #transport: WsTransport;
-  readonly #maxRing: number;
   readonly #onBackpressureClose: () => void;
   readonly #wall: () => number;
   readonly #sessions = new Set<WsSession>();
@@ -128,10 +72,7 @@ export class WsHub {
   #audience: { readonly all: boolean; readonly mints: ReadonlySet<string> } | null = null;
   readonly #perIp = new Map<string, number>();
   readonly #latest = new Map<string, LiveState>();
-  readonly #ring: RingEntry[] = [];
-  #ringHead = 0;
-  /** The lowest sequence from which the ring is complete (every later transition is in it). */
-  #coveredFrom = 1;
+  readonly #ring: TransitionRing;
   #seq = 0;
   readonly #lastStateSent = new Map<string, number>();
   readonly #pendingState = new Map<string, LiveState>();
@@ -145,9 +86,9 @@ export class WsHub {
     this.#catalog = opts.catalog;
     this.#clock = opts.clock;
     this.#transport = opts.transport;
-    this.#maxRing = opts.maxRing ?? 200_000;
     this.#onBackpressureClose = opts.onBackpressureClose ?? (() => {});
     this.#wall = opts.wall ?? Date.now;
+    this.#ring = new TransitionRing(opts.maxRing ?? 200_000, this.#wall);
   }
 
   /** The latest event-stream sequence the hub has seen. */
@@ -156,7 +97,7 @@ export class WsHub {
   }
 
   get stats(): WsHubStats {
-    return { clients: this.#sessions.size, ring: this.#ring.length - this.#ringHead, ...this.#stats };
+    return { clients: this.#sessions.size, ring: this.#ring.size, ...this.#stats };
   }
 
   /** Starts the heartbeat and the backpressure sweep. */
@@ -178,7 +119,7 @@ export class WsHub {
 
   /** The sequence from which the ring is complete (set by the feed after its back-fill from the stream). */
   coverFrom(seq: number): void {
-    this.#coveredFrom = Math.max(1, seq);
+    this.#ring.coverFrom(seq);
   }
 
   // ----------------------------------------------------------------------------------------------------------------
@@ -313,11 +254,10 @@ export class WsHub {
     }
     // 1. Missed transitions of the newly subscribed assets, in stream order.
     if (sinceSeq !== null && added.size > 0) {
-      if (sinceSeq + 1 < this.#coveredFrom && sinceSeq < this.#seq) {
-        this.#error(session, "replay_truncated", `transitions before seq ${this.#coveredFrom} are older than 24 h and are not replayed`);
+      if (sinceSeq + 1 < this.#ring.coveredFrom && sinceSeq < this.#seq) {
+        this.#error(session, "replay_truncated", `transitions before seq ${this.#ring.coveredFrom} are older than 24 h and are not replayed`);
       }
-      for (let i = this.#firstAfter(sinceSeq); i < this.#ring.length; i++) {
-        const e = this.#ring[i]!;
+      for (const e of this.#ring.after(sinceSeq)) {
         if (added.has(e.mint)) {
           session.conn.send(e.text);
           this.#stats.replayed++;
@@ -367,18 +307,6 @@ export class WsHub {
       return;
     }
     for (const m of drop.mints) if (session.mints.delete(m)) session.conn.unsubscribe(assetTopic(m));
-  }
-
-  /** Index of the first ring entry with a sequence above `seq`. */
-  #firstAfter(seq: number): number {
-    let lo = this.#ringHead;
-    let hi = this.#ring.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.#ring[mid]!.seq <= seq) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
   }
 
   #assetOf(mint: string): CatalogAsset | undefined {
@@ -482,21 +410,8 @@ export class WsHub {
       receipt_url: `/v1/audit/${t.alert_id}`,
     });
     this.#ring.push({ seq: t.seq, mint: t.mint, at: t.at ?? this.#wall(), text });
-    this.#trim();
     this.#transport.publish(assetTopic(t.mint), text);
     this.#transport.publish(ALL, text);
     this.#stats.transitionsPublished++;
-  }
-
-  #trim(): void {
-    const horizon = this.#wall() - WS_LIMITS.replayWindowMs;
-    while (this.#ringHead < this.#ring.length && (this.#ring.length - this.#ringHead > this.#maxRing || this.#ring[this.#ringHead]!.at < horizon)) {
-      this.#coveredFrom = this.#ring[this.#ringHead]!.seq + 1;
-      this.#ringHead++;
-    }
-    if (this.#ringHead > 1024 && this.#ringHead * 2 > this.#ring.length) {
-      this.#ring.splice(0, this.#ringHead);
-      this.#ringHead = 0;
-    }
   }
 }

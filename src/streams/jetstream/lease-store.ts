@@ -1,0 +1,141 @@
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { kvLeaderGet } from "./kv-leader-get.ts";
+
+/**
+ * The compare-and-set store the lease protocol runs on (leases.ts): its key layout, its one error, and its NATS KV
+ * implementation. Every write names the revision it expects, so two engines can never both believe a write made them
+ * the owner.
+ */
+
+/** The value of a lease or heartbeat key. `expires_at` is epoch milliseconds on the writer's clock. */
+export interface LeaseValue {
+  readonly owner: string;
+  readonly expires_at: number;
+}
+
+/** One key as read, with the revision a compare-and-set must name. */
+export interface LeaseRecord {
+  readonly value: LeaseValue;
+  readonly revision: number;
+}
+
+/** Thrown by a `LeaseStore` when a compare-and-set found another revision (or an existing key on create). */
+export class LeaseConflictError extends Error {
+  override readonly name = "LeaseConflictError";
+  readonly code = "lease_conflict";
+  constructor(key: string) {
+    super(`lease ${key} was written by someone else`);
+  }
+}
+
+/** The compare-and-set store the manager runs on: NATS KV (`natsLeaseStore`) or an in-memory fake in tests. */
+export interface LeaseStore {
+  /** Every live (not deleted) key under `prefix`. Unreadable values are skipped. */
+  list(prefix: string): Promise<Map<string, LeaseRecord>>;
+  /** One live key, or null. */
+  get(key: string): Promise<LeaseRecord | null>;
+  /** Creates the key; `LeaseConflictError` when it exists (a deleted key may be created again). */
+  create(key: string, value: LeaseValue): Promise<number>;
+  /** Writes when the key is at `revision`; `LeaseConflictError` otherwise. */
+  update(key: string, value: LeaseValue, revision: number): Promise<number>;
+  /** Deletes when the key is at `revision`; `LeaseConflictError` otherwise. */
+  remove(key: string, revision: number): Promise<void>;
+  /** Writes unconditionally (heartbeats: only their own engine writes them). */
+  put(key: string, value: LeaseValue): Promise<number>;
+  /** Deletes unconditionally. */
+  purge(key: string): Promise<void>;
+}
+
+export const LEASE_KEYS = {
+  asset: (mint: string) => `asset.${mint}`,
+  /** A partition's lease (src/streams/jetstream/lease-partitions.ts): the unit of ownership when LEASE_PARTITIONS > 0. */
+  partition: (n: string) => `partition.${n}`,
+  engine: (id: string) => `engine.${id}`,
+} as const;
+
+function isConflict(e: unknown): boolean {
+  return (
+    e instanceof JetStreamApiError &&
+    (e.code === JetStreamApiCodes.StreamWrongLastSequence || e.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+  );
+}
+
+/** Name of the lease bucket. */
+export const LEASE_BUCKET = "PEG_LEASES";
+
+/**
+ * The lease bucket on NATS KV (history 1, `replicas` as the streams). Keys `asset.<mint>` and `engine.<id>`, values
+ * `LeaseValue` JSON. Compare-and-set is the `Nats-Expected-Last-Subject-Sequence` header the KV client sends. Reads go
+ * to the stream leader (`kvLeaderGet`), never to a replica that may not have a write yet (a deleted key read as live).
+ * `replicas: "open"` only opens an existing bucket (readers such as an API process must never create it: a bucket
+ * created with the wrong replica count would not survive the loss of its one node).
+ */
+export async function natsLeaseStore(nc: NatsConnection, replicas: number | "open" = 1): Promise<LeaseStore & { readonly kv: KV }> {
+  const kv = replicas === "open" ? await new Kvm(nc).open(LEASE_BUCKET) : await new Kvm(nc).create(LEASE_BUCKET, { history: 1, replicas });
+  const jsm = await jetstreamManager(nc);
+  const encode = (v: LeaseValue) => JSON.stringify(v);
+  const subjectPrefix = `$KV.${LEASE_BUCKET}.`;
+  const read = async (key: string): Promise<LeaseRecord | null> => {
+    const e = await kvLeaderGet(jsm, LEASE_BUCKET, key);
+    if (e === null || e.operation !== "PUT") return null;
+    try {
+      const v = e.json<LeaseValue>();
+      return typeof v.owner === "string" && typeof v.expires_at === "number" ? { value: v, revision: e.revision } : null;
+    } catch {
+      return null; // not a lease value: ignored
+    }
+  };
+  const update = async (key: string, value: LeaseValue, revision: number): Promise<number> => {
+    try {
+      // A short timeout: a renewal must land well within the fencing deadline (1.5 s after it was sent), or be retried.
+      return await kv.update(key, encode(value), revision, 1_000);
+    } catch (e) {
+      if (isConflict(e)) throw new LeaseConflictError(key);
+      throw e;
+    }
+  };
+  return {
+    kv,
+    list: async (prefix) => {
+      // The keys from the stream's per-subject state, not from `kv.keys()`: that creates a single-replica consumer,
+      // which may be placed on a node that just died, while the stream answers as soon as it has a leader.
+      const info = await jsm.streams.info(`KV_${LEASE_BUCKET}`, { subjects_filter: `${subjectPrefix}${prefix}>` });
+      const keys = Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(subjectPrefix.length));
+      const out = new Map<string, LeaseRecord>();
+      await Promise.all(
+        keys.map(async (k) => {
+          const r = await read(k);
+          if (r !== null) out.set(k, r);
+        }),
+      );
+      return out;
+    },
+    create: async (key, value) => {
+      try {
+        return await kv.put(key, encode(value), { previousSeq: 0 }); // what `kv.create` sends first
+      } catch (e) {
+        if (!isConflict(e)) throw e;
+      }
+      // The key has a message. `kv.create` would then read it with a direct get, which a replica without the delete
+      // yet answers with the old value (a spurious conflict): read it on the leader, and write over a delete marker
+      // on its revision (still compare-and-set: another engine's create in between makes this fail).
+      const last = await kvLeaderGet(jsm, LEASE_BUCKET, key);
+      if (last === null || last.operation === "PUT") throw new LeaseConflictError(key);
+      return update(key, value, last.revision);
+    },
+    update,
+    put: (key, value) => kv.put(key, encode(value)),
+    get: read,
+    purge: (key) => kv.delete(key),
+    remove: async (key, revision) => {
+      try {
+        await kv.delete(key, { previousSeq: revision });
+      } catch (e) {
+        if (isConflict(e)) throw new LeaseConflictError(key);
+        throw e;
+      }
+    },
+  };
+}
