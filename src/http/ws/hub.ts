@@ -28,6 +28,7 @@ import {
   type AssetStateMessage,
   type WsErrorCode,
 } from "./protocol.ts";
+import { StateThrottle } from "./state-throttle.ts";
 import { TransitionRing } from "./transition-ring.ts";
 
 export type { LiveState, LiveTransition, WsConnection, WsSession, WsTransport } from "./hub-ports.ts";
@@ -74,9 +75,7 @@ export class WsHub {
   readonly #latest = new Map<string, LiveState>();
   readonly #ring: TransitionRing;
   #seq = 0;
-  readonly #lastStateSent = new Map<string, number>();
-  readonly #pendingState = new Map<string, LiveState>();
-  readonly #stateTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  readonly #states: StateThrottle;
   #timers: ReturnType<typeof setInterval>[] = [];
   /** Why the hub cannot see the stream now (`unavailable`), or null. */
   #unavailable: string | null = null;
@@ -89,6 +88,7 @@ export class WsHub {
     this.#onBackpressureClose = opts.onBackpressureClose ?? (() => {});
     this.#wall = opts.wall ?? Date.now;
     this.#ring = new TransitionRing(opts.maxRing ?? 200_000, this.#wall);
+    this.#states = new StateThrottle(WS_LIMITS.statesPerSecond, this.#wall);
   }
 
   /** The latest event-stream sequence the hub has seen. */
@@ -112,8 +112,7 @@ export class WsHub {
   stop(): void {
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
-    for (const t of this.#stateTimers.values()) clearTimeout(t);
-    this.#stateTimers.clear();
+    this.#states.stop();
     for (const s of [...this.#sessions]) this.#close(s, CLOSE.goingAway, "server shutting down");
   }
 
@@ -350,23 +349,7 @@ export class WsHub {
     if (cur !== undefined && cur.at > s.at) return;
     this.#latest.set(s.mint, s);
     if (!this.#heard(s.mint)) return;
-    const now = this.#wall();
-    const minGap = 1000 / WS_LIMITS.statesPerSecond;
-    const last = this.#lastStateSent.get(s.mint);
-    if (last === undefined || now - last >= minGap) {
-      this.#publishState(a, s, now);
-      return;
-    }
-    this.#pendingState.set(s.mint, s);
-    if (!this.#stateTimers.has(s.mint)) {
-      const t = setTimeout(() => {
-        this.#stateTimers.delete(s.mint);
-        const pending = this.#pendingState.get(s.mint);
-        this.#pendingState.delete(s.mint);
-        if (pending !== undefined) this.#publishState(a, pending, this.#wall());
-      }, Math.max(1, last + minGap - now));
-      this.#stateTimers.set(s.mint, t);
-    }
+    this.#states.offer(s, (latest, now) => this.#publishState(a, latest, now));
   }
 
   /**
@@ -388,7 +371,7 @@ export class WsHub {
 
   #publishState(a: CatalogAsset, s: LiveState, now: number): void {
     if (!this.#heard(s.mint)) return;
-    this.#lastStateSent.set(s.mint, now);
+    this.#states.sent(s.mint, now);
     const text = stateMessage(this.#seq, this.#view(a, s));
     this.#transport.publish(assetTopic(s.mint), text);
     this.#transport.publish(ALL, text);
