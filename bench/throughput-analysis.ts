@@ -23,6 +23,8 @@ export interface Scrape {
 export interface StreamPoll {
   readonly t: number;
   readonly messages: number;
+  /** Samples in the stream's messages (a batch holds many: each message decoded once, as it arrives). */
+  readonly samples: number;
   readonly lastSeq: number;
   /** Messages of PEG_SAMPLES not yet delivered to the projector's durable. */
   readonly pending: number;
@@ -134,8 +136,8 @@ export function analyse(input: AnalysisInput) {
   const rows = sampleRows + dwellRows;
   const checks = {
     acceptedIsPublishedSamples: fs.accepted === engine.sample,
-    jetStreamIsPublishedMinusDropped: fj.messages === published - fs.dropped,
-    rowsAreJetStream: rows === fj.messages,
+    jetStreamIsPublishedMinusDropped: fj.samples === published - fs.dropped,
+    rowsAreJetStream: rows === fj.samples,
     rollupsAreRows: input.rollupSum === rows,
     nothingDropped: fs.dropped === 0,
     drained: !Number.isNaN(input.drainedAt),
@@ -153,7 +155,8 @@ export function analyse(input: AnalysisInput) {
     published,
     dropped: fs.dropped,
     droppedByLink: num(input.stopped, "link", "droppedSamples"),
-    jetStream: fj.messages,
+    jetStream: fj.samples,
+    jetStreamMessages: fj.messages,
     jetStreamLastSeq: fj.lastSeq,
     rows,
     sampleRows,
@@ -174,7 +177,7 @@ export function analyse(input: AnalysisInput) {
      * Messages in PEG_SAMPLES beyond published - dropped: publishes the link counted as dropped because their ack did
      * not come in time, which JetStream had stored all the same (0 when the books close).
      */
-    storedDespiteDropped: fj.messages - (published - fs.dropped),
+    storedDespiteDropped: fj.samples - (published - fs.dropped),
   };
 
   // Rates. Committed: rows by their commit instant; during intake = committed by the cut-off over the intake time.
@@ -207,7 +210,7 @@ export function analyse(input: AnalysisInput) {
     return t <= t0 ? 0 : s === undefined ? NaN : s.accepted + s.skipped + s.unknown;
   };
   const droppedAt = (t: number) => (t <= t0 ? 0 : (scrapeAt(t)?.dropped ?? NaN));
-  const seqAt = (t: number) => (t <= t0 ? 0 : (at(polls.streams, t)?.lastSeq ?? NaN));
+  const seqAt = (t: number) => (t <= t0 ? 0 : (at(polls.streams, t)?.samples ?? NaN));
   // CPU over the 10 s memory polls that fall within the window.
   const cpuBetween = (from: number, to: number) => {
     const inside = polls.memory.filter((m) => m.t >= from && m.t <= to);
@@ -246,7 +249,7 @@ export function analyse(input: AnalysisInput) {
   const drain = {
     seconds: (drainEnd - tCut) / 1000,
     committed: committedBy(tCut + 1, Infinity),
-    jetStreamAppended: fj.lastSeq - (at(polls.streams, tCut)?.lastSeq ?? NaN),
+    jetStreamAppended: fj.samples - (at(polls.streams, tCut)?.samples ?? NaN),
     backlogAtCut: (() => {
       const b = at(polls.streams, tCut);
       return b === undefined ? NaN : b.pending + b.ackPending;

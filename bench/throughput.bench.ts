@@ -33,6 +33,7 @@ import { startNats, type TestNats } from "../test/support/nats.ts";
 import { startPostgres, type TestPostgres } from "../test/support/postgres.ts";
 import { freePort } from "../test/support/ports.ts";
 import { HOT_ROWS, partitionStart } from "../src/store/partitions.ts";
+import { decodeSampleBatch, isSampleBatch } from "../src/streams/jetstream/sample-batch.ts";
 import { loadAverage } from "./report.ts";
 import { analyse, type Polls } from "./throughput-analysis.ts";
 import { writeThroughputSection } from "./throughput-report.ts";
@@ -183,9 +184,17 @@ async function scrape() {
   };
 }
 
+/** Samples in the messages of PEG_SAMPLES read so far, and the last sequence read (each message is read once). */
+const streamSamples = { count: 0, through: 0 };
+
 async function streamPoll() {
   const [s, c] = await Promise.all([jsm!.streams.info(SAMPLES_STREAM), jsm!.consumers.info(SAMPLES_STREAM, SAMPLES_DURABLE)]);
-  return { t: Date.now(), messages: s.state.messages, lastSeq: s.state.last_seq, pending: c.num_pending, ackPending: c.num_ack_pending, ackFloor: c.ack_floor.stream_seq };
+  for (let seq = Math.max(streamSamples.through + 1, s.state.first_seq); seq <= s.state.last_seq; seq++) {
+    const m = await jsm!.streams.getMessage(SAMPLES_STREAM, { seq }).catch(() => null);
+    if (m !== null) streamSamples.count += isSampleBatch(m.data) ? decodeSampleBatch(m.data).length : 1;
+  }
+  streamSamples.through = Math.max(streamSamples.through, s.state.last_seq);
+  return { t: Date.now(), messages: s.state.messages, samples: streamSamples.count, lastSeq: s.state.last_seq, pending: c.num_pending, ackPending: c.num_ack_pending, ackFloor: c.ack_floor.stream_seq };
 }
 
 async function readyPoll() {
@@ -327,7 +336,7 @@ try {
     const j = polls.streams[polls.streams.length - 1];
     console.log(
       `throughput: +${Math.round((next - t0) / 1000)} s offered ${s === undefined ? "-" : s.accepted + s.skipped} dropped ${s?.dropped ?? "-"} queue ${s?.queue ?? "-"} ` +
-        `in JetStream ${j?.lastSeq ?? "-"} projector pending ${j === undefined ? "-" : j.pending + j.ackPending}`,
+        `in JetStream ${j?.samples ?? "-"} samples (${j?.lastSeq ?? "-"} messages) projector pending ${j === undefined ? "-" : j.pending + j.ackPending}`,
     );
   }
   await sleep(t0 + SECONDS * 1000 - Date.now());
