@@ -82,45 +82,36 @@ describe("sample projector", () => {
 
 describe("sample projector, batches (issue 25)", () => {
   it("stores a batch exactly as the same samples one message each: rows, rollups and snapshot", async () => {
-    const single = await openStore({ kind: "pglite-memory" }, new SimulatedClock(Date.now()));
+    // `store` holds these samples projected one message each (the test above); a second store gets them as one batch.
     const batched = await openStore({ kind: "pglite-memory" }, new SimulatedClock(Date.now()));
     try {
-      for (const s of [single, batched]) await s.upsertAssets(catalog.all);
-      const messages = states.map((e) => sampleMessage(e));
-      await sampleProjector(single, fresh())(messages.map((m, i) => ({ seq: i + 1, subject: `peg.sample.${m.mint}`, data: enc.encode(JSON.stringify(m)) })));
+      await batched.upsertAssets(catalog.all);
       const stats = fresh();
-      const data = await encodeSampleBatch(messages);
-      await sampleProjector(batched, stats)([{ seq: 1, subject: "peg.samples.0", data }]);
-      await sampleProjector(batched, stats)([{ seq: 2, subject: "peg.samples.0", data }]); // a retry stored twice
+      const data = await encodeSampleBatch(states.map((e) => sampleMessage(e)));
+      await sampleProjector(batched, stats)([{ seq: states.length, subject: "peg.samples.0", data }]);
+      await sampleProjector(batched, stats)([{ seq: states.length + 1, subject: "peg.samples.0", data }]); // a retry stored twice
       expect(stats).toMatchObject({ projected: states.length, duplicates: states.length, rejected: 0 });
       const window = { from: T0 - 60_000, to: T0 + 3600_000, limit: 100 };
       for (const bucket of ["raw", "1m"] as const) {
-        expect(await batched.history(USDC.mint, { bucket, ...window })).toEqual(await single.history(USDC.mint, { bucket, ...window }));
+        expect(await batched.history(USDC.mint, { bucket, ...window })).toEqual(await store.history(USDC.mint, { bucket, ...window }));
       }
-      const [a] = await single.latestSnapshots();
+      const [a] = await store.latestSnapshots();
       const [b] = await batched.latestSnapshots();
       expect(b?.updated_at).toBe(states.at(-1)!.now);
       expect({ ...b, version: 0 }).toEqual({ ...a, version: 0 });
     } finally {
-      await single.close();
       await batched.close();
     }
   });
 
-  it("never lets an older sample of a later message, or an earlier sample of the same message, overwrite a newer snapshot", async () => {
-    const s = await openStore({ kind: "pglite-memory" }, new SimulatedClock(Date.now()));
-    try {
-      await s.upsertAssets(catalog.all);
-      const messages = states.map((e) => sampleMessage(e));
-      const project = sampleProjector(s, fresh());
-      await project([{ seq: 7, subject: "peg.samples.0", data: await encodeSampleBatch(messages) }]);
-      expect((await s.latestSnapshots())[0]?.updated_at).toBe(states.at(-1)!.now);
-      // A single message of an earlier build, older in the stream than the batch.
-      await project([{ seq: 6, subject: `peg.sample.${USDC.mint}`, data: enc.encode(JSON.stringify(messages[0])) }]);
-      expect((await s.latestSnapshots())[0]?.updated_at).toBe(states.at(-1)!.now);
-    } finally {
-      await s.close();
-    }
+  it("never lets a message older in the stream overwrite the snapshot a batch wrote", async () => {
+    const messages = states.map((e) => sampleMessage(e));
+    const project = sampleProjector(store, fresh());
+    await project([{ seq: 7_000, subject: "peg.samples.0", data: await encodeSampleBatch(messages) }]);
+    expect((await store.latestSnapshots())[0]?.updated_at).toBe(states.at(-1)!.now);
+    // A single message of an earlier build, older in the stream than the batch.
+    await project([{ seq: 6_999, subject: `peg.sample.${USDC.mint}`, data: enc.encode(JSON.stringify(messages[0])) }]);
+    expect((await store.latestSnapshots())[0]?.updated_at).toBe(states.at(-1)!.now);
   });
 
   it("rejects a batch that does not decode as one message, and only the malformed samples of one that does", async () => {
