@@ -1,5 +1,7 @@
+import { relative } from "node:path";
 import { defaultServerConditions } from "vite";
 import { configDefaults, defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
  * Two suites. `npm test` runs the fast one: unit and integration tests against real servers, a few minutes on 2 cores.
@@ -10,6 +12,63 @@ import { configDefaults, defineConfig } from "vitest/config";
 export const SLOW_SUITE = ["test/faults/**/*.test.ts", "test/scale/**/*.test.ts", "test/browser/**/*.test.ts", "test/webhooks/restart.test.ts", "test/package/**/*.test.ts", "test/mcp/conformance.test.ts"];
 
 const slow = process.env["PEG_SLOW"] === "1";
+
+/**
+ * Seconds each long file took (vitest's JSON reporter, 2026-11-26, on this 2-core machine under a load of 12-15 from
+ * other work), for the order in which files start. A fresh clone has no results cache, so vitest starts files in no
+ * useful order (the fast suite's 41 s store test started last, with the other workers idle behind it). Starting the
+ * longest first (largest processing time first) keeps every worker busy to the end. Only the order depends on these
+ * figures: a file missing here runs after them, in vitest's own order; a stale figure costs time, never a test.
+ */
+export const EXPECTED_SECONDS: Readonly<Record<string, number>> = {
+  // The slow suite.
+  "test/faults/crash.test.ts": 168,
+  "test/browser/asset-chart.test.ts": 104,
+  "test/faults/client-stream.test.ts": 96,
+  "test/scale/cluster.test.ts": 94,
+  "test/faults/nats-restart.test.ts": 94,
+  "test/faults/disk-full.test.ts": 86,
+  "test/faults/receivers.test.ts": 79,
+  "test/faults/kill-burst.test.ts": 77,
+  "test/faults/postgres-restart.test.ts": 71,
+  "test/package/client-tarball.test.ts": 69,
+  "test/faults/webhook-kill.test.ts": 54,
+  "test/faults/embedded.test.ts": 50,
+  "test/package/client-node-lines.test.ts": 47,
+  "test/webhooks/restart.test.ts": 39,
+  "test/browser/dashboard.test.ts": 24,
+  // The fast suite.
+  "test/store/retention-days.test.ts": 84,
+  "test/cli-lifecycle.test.ts": 53,
+  "test/security/secrets-start.test.ts": 52,
+  "test/sim-market-cards.test.ts": 51,
+  "test/examples.test.ts": 47,
+  "test/store/store.test.ts": 41,
+  "test/delivery/key-ring.test.ts": 39,
+  "test/http/cursor.test.ts": 37,
+  "test/git-sha.test.ts": 35,
+  "test/security/data-dir.test.ts": 30,
+  "test/agents-config.test.ts": 29,
+  "test/store/migration-compact-samples.test.ts": 28,
+  "test/ws/ws.test.ts": 27,
+  "test/http/webhook-destinations.test.ts": 21,
+  "test/mcp/remote.test.ts": 19,
+  "test/store/migration-rollups.test.ts": 19,
+  "test/http/auth.test.ts": 19,
+  "test/service-backpressure.test.ts": 19,
+};
+
+/** vitest's order (failed first, then by its cache or size), then re-sorted so the files in `EXPECTED_SECONDS` start first, longest first. */
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const seconds = (f: TestSpecification) => EXPECTED_SECONDS[relative(f.project.config.root, f.moduleId).split("\\").join("/")] ?? 0;
+    const base = await super.sort(files);
+    return base
+      .map((file, i) => ({ file, i, s: seconds(file) }))
+      .sort((a, b) => b.s - a.s || a.i - b.i)
+      .map((x) => x.file);
+  }
+}
 
 /**
  * `@peg-oracle/client` resolves to its TypeScript source in this repository's tests (the `@peg-oracle/source` export
@@ -25,9 +84,11 @@ export default defineConfig({
     include: slow ? SLOW_SUITE : ["test/**/*.test.ts", "src/**/*.test.ts"],
     exclude: slow ? configDefaults.exclude : [...configDefaults.exclude, ...SLOW_SUITE],
     // The fast suite waits on servers and timers far more than it computes (load stays near 1 on 2 cores with two
-    // workers), so it runs more files at once. The slow suite keeps the default: its fault runs drive the service on
-    // a scaled clock and are sized for two files at a time.
-    ...(slow ? {} : { maxWorkers: 4 }),
+    // workers), so it runs more files at once. The slow suite runs two files at a time, what its fault runs (the
+    // service on a scaled clock) are sized for: it is mostly waiting too (scenarios replayed at 40x, restarts, lease
+    // expiry), and vitest's default on 2 cores (cores - 1) ran its 18 files one after another, 24 minutes under load.
+    maxWorkers: slow ? 2 : 4,
+    sequence: { sequencer: LongestFirst },
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },
