@@ -26,6 +26,7 @@ export const EXPECTED_SECONDS: Readonly<Record<string, number>> = {
   "test/browser/asset-chart.test.ts": 104,
   "test/faults/client-stream.test.ts": 96,
   "test/scale/cluster.test.ts": 94,
+  "test/scale/netsplit.test.ts": 95,
   "test/faults/nats-restart.test.ts": 94,
   "test/faults/disk-full.test.ts": 86,
   "test/faults/receivers.test.ts": 79,
@@ -84,10 +85,11 @@ export default defineConfig({
     include: slow ? SLOW_SUITE : ["test/**/*.test.ts", "src/**/*.test.ts"],
     exclude: slow ? configDefaults.exclude : [...configDefaults.exclude, ...SLOW_SUITE],
     // The fast suite waits on servers and timers far more than it computes (load stays near 1 on 2 cores with two
-    // workers), so it runs more files at once. The slow suite runs two files at a time, what its fault runs (the
-    // service on a scaled clock) are sized for: it is mostly waiting too (scenarios replayed at 40x, restarts, lease
-    // expiry), and vitest's default on 2 cores (cores - 1) ran its 18 files one after another, 24 minutes under load.
-    maxWorkers: slow ? 2 : 4,
+    // workers), so it runs more files at once. The slow suite runs one file at a time (vitest's default on 2 cores,
+    // cores - 1): two at a time took 925 s instead of 1,452 s under load, but one crash run then acknowledged a
+    // transition the offline replay does not have (test/faults/crash.test.ts, 2026-11-26), and until that is
+    // understood the fault runs stay alone on the machine.
+    ...(slow ? {} : { maxWorkers: 4 }),
     sequence: { sequencer: LongestFirst },
     testTimeout: 30_000,
     hookTimeout: 60_000,
