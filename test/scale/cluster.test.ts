@@ -19,14 +19,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { Kvm, type KvWatchEntry } from "@nats-io/kv";
+import { Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import WebSocket from "ws";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { loadScenario } from "../../src/cli/scenario-files.ts";
 import { systemClock } from "../../src/clock.ts";
-import { replayBundle, verifyBundle, type Receipt } from "../../src/methodology/index.ts";
+import { replayBundle, verifyBundle } from "../../src/methodology/index.ts";
 import { LEASE_BUCKET, type LeaseValue } from "../../src/streams/jetstream/leases.ts";
 import { replayScenario } from "../../src/streams/sources/scenario/replay.ts";
 import { openStore } from "../../src/store/index.ts";
@@ -36,6 +35,8 @@ import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { freePort, sleep, waitFor } from "../support/ports.ts";
 import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 import { spawnServe, type ServeProcess } from "../support/serve.ts";
+import { ackedHistory, Client, earlyHandovers, expectReplayed, watchLeases } from "./cluster-checks.ts";
+import { roleEnv } from "./deploy-env.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SCENARIO = "transition-burst";
@@ -51,27 +52,6 @@ const mints = catalog.active.map((a) => a.mint);
 // The engines keep running after the last sample, so dwells pending then commit too: replay past every deadline.
 // The engines' receipts are compared hash for hash: they run with this GIT_SHA, not the checkout's HEAD (which moves).
 const expected = replayScenario({ ...scenario, until: lastTs + 10 * 60_000 }, { resolve: (s) => catalog.bySymbol(s), gitSha: GIT_SHA }).receipts;
-
-type Msg = Record<string, unknown> & { type: string };
-
-/** A WebSocket client subscribed to every asset from the start of the stream. */
-class Client {
-  readonly messages: Msg[] = [];
-  readonly ws: WebSocket;
-  closed: { code: number; at: number } | null = null;
-  constructor(readonly name: string, url: string) {
-    this.ws = new WebSocket(url);
-    this.ws.on("message", (data, isBinary) => {
-      if (!isBinary) this.messages.push({ ...(JSON.parse(data.toString()) as Msg), received_at: Date.now() });
-    });
-    this.ws.on("open", () => this.ws.send(JSON.stringify({ op: "subscribe", assets: ["*"], since_seq: 0 })));
-    this.ws.on("close", (code) => (this.closed = { code, at: Date.now() }));
-    this.ws.on("error", () => {});
-  }
-  transitions(): Msg[] {
-    return this.messages.filter((m) => m.type === "transition");
-  }
-}
 
 let cluster: TestNatsCluster;
 let pg: TestPostgres;
@@ -109,24 +89,27 @@ async function leases(nc: NatsConnection): Promise<Map<string, LeaseValue>> {
 
 describe("scale-out on a three-node NATS cluster", () => {
   it("partitions assets, survives an engine kill and a NATS node kill, and loses or repeats nothing", async () => {
-    const base = {
-      NATS_URL: cluster.urls,
-      NATS_REPLICAS: "3",
-      DATABASE_URL: databaseUrl,
-      // One deployment: every process seals and opens the signing keys under the same key.
-      SECRETS_KEY: TEST_SECRETS_KEY,
-      FEED: `scenario:${SCENARIO}`,
-      SCENARIO_SPEED: String(SPEED),
-      // Live-style: what an engine missed comes only from the samples it received (RecentSamples), never the file.
-      SCENARIO_CATCHUP: "received",
-      GIT_SHA,
-      HOST: "127.0.0.1",
-      RATE_LIMIT_PER_MIN: "1000000",
-    };
-    const env = (role: string, port?: number) => {
+    // The role files of deploy/env, with this test's servers, store, secrets and feed.
+    const env = (role: "engine" | "api", port?: number) => {
       const dir = mkdtempSync(join(tmpdir(), `peg-scale-${role}-`));
       dirs.push(dir);
-      return { ...base, ROLE: role, DATA_DIR: dir, PORT: String(port ?? 8080) };
+      return roleEnv(
+        role,
+        {
+          NATS_URL: cluster.urls,
+          DATABASE_URL: databaseUrl,
+          // One deployment: every process seals and opens the signing keys under the same key.
+          SECRETS_KEY: TEST_SECRETS_KEY,
+          // Leases per asset (the partition leases run in netsplit.test.ts).
+          LEASE_PARTITIONS: "0",
+          FEED: `scenario:${SCENARIO}`,
+          DATA_DIR: dir,
+          METRICS_PORT: "0",
+          ...(role === "api" ? { HOST: "127.0.0.1", PORT: String(port) } : {}),
+        },
+        // Live-style: what an engine missed comes only from the samples it received (RecentSamples), never the file.
+        { SCENARIO_SPEED: String(SPEED), SCENARIO_CATCHUP: "received", GIT_SHA, RATE_LIMIT_PER_MIN: "1000000" },
+      );
     };
     const apiPorts = [await freePort(), await freePort()];
     // The first API process creates the schema, the topology (replicas 3) and the webhook signing key alone.
@@ -140,14 +123,7 @@ describe("scale-out on a three-node NATS cluster", () => {
 
     const nc = await connect({ servers: cluster.urls.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     // Every lease write, as the bucket saw it: an owner may change only after the previous lease expired or was deleted.
-    const history: { key: string; op: string; value: LeaseValue | null; at: number; revision: number }[] = [];
-    const watchKv = await new Kvm(nc).create(LEASE_BUCKET, { history: 1, replicas: 3 });
-    const watch = await watchKv.watch({ key: "asset.>" });
-    void (async () => {
-      for await (const e of watch as AsyncIterable<KvWatchEntry>) {
-        history.push({ key: e.key, op: e.operation, value: e.operation === "PUT" ? e.json<LeaseValue>() : null, at: e.created.getTime(), revision: e.revision });
-      }
-    })();
+    const watch = await watchLeases(nc, "asset.>", 3);
 
     const engine1 = spawnServe(env("engine"), { name: "engine-1" });
     const engine2 = spawnServe(env("engine"), { name: "engine-2" });
@@ -254,7 +230,6 @@ describe("scale-out on a three-node NATS cluster", () => {
     await poller;
 
     // 3. The end of the scenario (and its last dwells): the acknowledged history is the offline replay.
-    const acked: Receipt[] = [];
     await waitFor(
       async () => {
         const info = await jsm.streams.info("PEG_TRANSITIONS");
@@ -264,33 +239,9 @@ describe("scale-out on a three-node NATS cluster", () => {
       `${expected.length} transitions in PEG_TRANSITIONS`,
     );
     await sleep(1_000);
-    const info = await jsm.streams.info("PEG_TRANSITIONS");
-    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-      const m = await jsm.streams.getMessage("PEG_TRANSITIONS", { seq });
-      if (m !== null) acked.push(m.json<Receipt>());
-    }
+    const { receipts: acked, firstSeq } = await ackedHistory(jsm);
     const ackedIds = acked.map((r) => r.alert_id);
-    expect(new Set(ackedIds).size, "no alert id twice").toBe(ackedIds.length);
-    const byId = new Map(expected.map((r) => [r.alert_id, r]));
-    const ackedSet = new Set(ackedIds);
-    const line = (r: Receipt) => `${r.asset} ${r.from_state}->${r.to_state} at ${r.detected_at} (${r.alert_id})`;
-    const extra = acked.filter((r) => !byId.has(r.alert_id)).map(line);
-    const missing = expected.filter((r) => !ackedSet.has(r.alert_id)).map(line);
-    expect({ extra, missing }, `killed at ${new Date(killedAt).toISOString()}`).toEqual({ extra: [], missing: [] });
-    for (const r of acked) {
-      const want = byId.get(r.alert_id)!;
-      if (r.receipt_sha256 !== want.receipt_sha256) {
-        // On a mismatch, show exactly which frozen inputs or verdict members differ.
-        const diff = (a: Record<string, unknown>, b: Record<string, unknown>) =>
-          Object.keys({ ...a, ...b }).filter((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k])).map((k) => `${k}: ${JSON.stringify(a[k])} vs ${JSON.stringify(b[k])}`);
-        expect.fail(`${r.asset} ${r.alert_id} at ${r.detected_at} differs: ${[...diff({ ...r.inputs_frozen }, { ...want.inputs_frozen }), ...diff({ ...r.computed }, { ...want.computed })].join("; ")}`);
-      }
-    }
-    const lastTo = new Map<string, string>();
-    for (const r of acked) {
-      expect(r.from_state, `${r.asset} continuity`).toBe(lastTo.get(r.asset) ?? "PEGGED");
-      lastTo.set(r.asset, r.to_state);
-    }
+    expectReplayed(acked, expected, `killed at ${new Date(killedAt).toISOString()}`);
     expect(verifyBundle(JSON.parse(JSON.stringify(replayBundle(acked[0]!)))).exit).toBe(0);
 
     // Every WebSocket client on either API process received every transition once, in stream order, and stayed open.
@@ -299,7 +250,7 @@ describe("scale-out on a three-node NATS cluster", () => {
       expect(c.closed, `${c.name} stayed connected`).toBeNull();
       const got = c.transitions();
       expect(got.map((m) => m["alert_id"]), c.name).toEqual(ackedIds);
-      expect(got.map((m) => m["seq"])).toEqual(Array.from({ length: acked.length }, (_, i) => info.state.first_seq + i));
+      expect(got.map((m) => m["seq"])).toEqual(Array.from({ length: acked.length }, (_, i) => firstSeq + i));
     }
     expect(reads.length).toBeGreaterThan(10);
     expect(reads.filter((s) => s !== 200), "public reads during the NATS node kill").toEqual([]);
@@ -316,17 +267,8 @@ describe("scale-out on a three-node NATS cluster", () => {
     }
 
     // No asset was ever owned twice: an owner changes only after the previous lease expired or was deleted.
-    const lastByKey = new Map<string, (typeof history)[number]>();
-    const handovers: string[] = [];
-    for (const h of history) {
-      const prev = lastByKey.get(h.key);
-      if (prev !== undefined && prev.op === "PUT" && h.op === "PUT" && prev.value!.owner !== h.value!.owner) {
-        if (h.at < prev.value!.expires_at) handovers.push(`${h.key}: ${h.value!.owner} at ${h.at} before ${prev.value!.owner}'s lease expired at ${prev.value!.expires_at}`);
-      }
-      lastByKey.set(h.key, h);
-    }
-    expect(history.length).toBeGreaterThan(mints.length);
-    expect(handovers).toEqual([]);
+    expect(watch.history.length).toBeGreaterThan(mints.length);
+    expect(earlyHandovers(watch.history)).toEqual([]);
     // No take-over (after the kill, or after fencing during the NATS node loss) ever lacked a sample it needed.
     for (const e of [engine1, engine2]) {
       expect(e.lines().filter((l) => String(l["msg"]).startsWith("samples since the restored state are no longer kept")), e.name).toEqual([]);
