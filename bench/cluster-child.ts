@@ -7,16 +7,11 @@
  */
 import { startRoleService } from "../src/cli/service.ts";
 import { featureNotices, parseConfig } from "../src/config.ts";
-import type { LogFn } from "../src/streams/jetstream/index.ts";
+import { stderrLog } from "./bench-env.ts";
 import { syntheticCatalog } from "./synthetic.ts";
 
-const LEVELS = { debug: 10, info: 20, warn: 30, error: 40 } as const;
-
 const config = parseConfig(process.env);
-const log: LogFn = (level, msg, fields = {}) => {
-  if (LEVELS[level] < LEVELS[config.logLevel]) return;
-  process.stderr.write(`${JSON.stringify({ ts: new Date().toISOString(), level, msg, ...fields })}\n`);
-};
+const log = stderrLog(config.logLevel);
 
 let stopRequested: (() => void) | null = null;
 const stopSignal = new Promise<void>((resolve) => (stopRequested = resolve));

@@ -77,6 +77,8 @@ export function spawnRole(name: string, env: Record<string, string>): RoleProces
 export interface WsTransition {
   readonly seq: number;
   readonly alert_id: string;
+  /** When the transition was decided (its `ts`, the engine's clock: the wall clock on the simulated market). */
+  readonly decided_at: number;
   readonly received_at: number;
 }
 
@@ -99,8 +101,8 @@ export class TransitionClient {
         this.others++;
         return;
       }
-      const m = JSON.parse(text) as { type: string; seq: number; alert_id: string };
-      if (m.type === "transition") this.transitions.push({ seq: m.seq, alert_id: m.alert_id, received_at: Date.now() });
+      const m = JSON.parse(text) as { type: string; seq: number; alert_id: string; ts: string };
+      if (m.type === "transition") this.transitions.push({ seq: m.seq, alert_id: m.alert_id, decided_at: Date.parse(m.ts), received_at: Date.now() });
       else this.others++;
     });
     this.#ws.on("open", () => this.#ws.send(JSON.stringify({ op: "subscribe", assets: ["*"], since_seq: 0 })));

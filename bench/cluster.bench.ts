@@ -40,14 +40,10 @@ import { startTcpProxy, type TcpProxy } from "../test/scale/tcp-proxy.ts";
 import { compareHistory } from "./cluster-history.ts";
 import { spawnRole, TransitionClient, type LogLine, type RoleProcess } from "./cluster-procs.ts";
 import { writeClusterSection, type ClusterRun } from "./cluster-report.ts";
+import { positiveInt } from "./bench-env.ts";
 import { loadAverage } from "./report.ts";
 import { syntheticCatalog } from "./synthetic.ts";
 
-function positiveInt(name: string, fallback: number): number {
-  const v = Number(process.env[name] ?? String(fallback));
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`${name} must be a positive integer, got ${process.env[name]}`);
-  return v;
-}
 const ASSETS = positiveInt("BENCH_ASSETS", 10_000);
 const ENGINES = positiveInt("BENCH_ENGINES", 3);
 const PARTITIONS = positiveInt("LEASE_PARTITIONS", 64);
@@ -55,6 +51,7 @@ const TICK_MS = positiveInt("BENCH_TICK_MS", 5_000);
 const INCIDENT_MS = positiveInt("BENCH_INCIDENT_EVERY_MS", 5_000);
 const STEADY_S = positiveInt("BENCH_STEADY_SECONDS", 10);
 const PARTITION_S = positiveInt("BENCH_PARTITION_SECONDS", 3);
+const NODE_WINDOW_S = positiveInt("BENCH_NODE_WINDOW_SECONDS", 15);
 const WRITE_DOC = process.env["BENCH_WRITE_DOC"] !== "0";
 if (ENGINES < 2) throw new Error("BENCH_ENGINES must be at least 2 (one is killed)");
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -242,6 +239,13 @@ async function run(m: Draft): Promise<void> {
   await leader.kill();
   await waitFor(() => clients.every((c) => c.transitions.some((t) => t.received_at > natsKilledAt)), 120_000, "a transition on every client after the node loss", 50);
   m.node_loss_to_next_ws_ms = Math.max(...clients.map((c) => c.transitions.find((t) => t.received_at > natsKilledAt)!.received_at)) - natsKilledAt;
+  // The next transition may simply not be decided yet: how late were the transitions decided around the loss (from
+  // their decision, or from the loss for one decided before it), those received within BENCH_NODE_WINDOW_SECONDS?
+  await sleep(NODE_WINDOW_S * 1000);
+  const around = clients.flatMap((c) => c.transitions.filter((t) => t.received_at > natsKilledAt && Math.max(t.decided_at, natsKilledAt) <= natsKilledAt + NODE_WINDOW_S * 1000));
+  m.node_loss_transitions_in_window = around.length / clients.length;
+  m.node_loss_ws_delay_max_ms = Math.max(...around.map((t) => t.received_at - Math.max(t.decided_at, natsKilledAt)));
+  m.node_loss_next_decided_ms = Math.min(...around.map((t) => t.decided_at)) - natsKilledAt;
   polling = false;
   await poller;
   m.reads_during_node_loss = reads.length;
@@ -306,7 +310,7 @@ async function run(m: Draft): Promise<void> {
 
 const loadBefore = loadAverage();
 const startedAt = Date.now();
-const m: Draft = { assets: ASSETS, engines: ENGINES, api_processes: 2, nats_nodes: 3, partitions: units.units.length, tick_ms: TICK_MS };
+const m: Draft = { assets: ASSETS, engines: ENGINES, api_processes: 2, nats_nodes: 3, partitions: units.units.length, tick_ms: TICK_MS, node_window_s: NODE_WINDOW_S };
 let failed: string | null = null;
 try {
   await run(m);
