@@ -94,6 +94,9 @@ for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
 }
 
 /** Every partition's lease as it stands (a lease past its expiry counts as nobody's). */
+/** Progress on stderr, so a long run at 10,000 assets shows where it is. */
+const step = (what: string): void => console.error(`${new Date().toISOString()} ${what}`);
+
 async function owners(conn: NatsConnection): Promise<Map<string, string>> {
   const kv = await new Kvm(conn).open(LEASE_BUCKET);
   const out = new Map<string, string>();
@@ -187,6 +190,7 @@ async function run(m: Draft): Promise<void> {
   const ids = (await Promise.all(engines.map(started))).map((l) => String(l["engine"]));
   const allMints = new Set(catalog.active.map((a) => a.mint));
   await waitFor(async () => balanced(await owners(nc!), ids) && acquisitions(engines, 0, allMints).size === allMints.size, SLOW_MS, "every partition leased, balanced, every asset acquired", 500);
+  step(`steady: ${ENGINES} engines hold ${units.units.length} partitions, ${allMints.size} assets acquired`);
   const clients = apiPorts.map((port, i) => new TransitionClient(`api-${i + 1}`, `ws://127.0.0.1:${port}/v1/ws`));
   await waitFor(() => clients.every((c) => c.transitions.length > 0), 180_000, "a transition on every WebSocket client", 200);
 
@@ -206,6 +210,7 @@ async function run(m: Draft): Promise<void> {
   const moved = new Set(victimUnits.flatMap((u) => [...units.assetsOf(u)]));
   m.moved_partitions = victimUnits.length;
   m.moved_assets = moved.size;
+  step(`kill -9 of ${victim.name} (${moved.size} assets)`);
   const killedAt = Date.now();
   victim.proc.kill("SIGKILL");
   await victim.exited;
@@ -235,6 +240,7 @@ async function run(m: Draft): Promise<void> {
       await sleep(200);
     }
   })();
+  step(`SIGKILL of nats-server ${leader.name}`);
   const natsKilledAt = Date.now();
   await leader.kill();
   await waitFor(() => clients.every((c) => c.transitions.some((t) => t.received_at > natsKilledAt)), 120_000, "a transition on every client after the node loss", 50);
@@ -259,6 +265,7 @@ async function run(m: Draft): Promise<void> {
   const cutUnits = owned(await owners(nc), cutId);
   const cutMints = new Set(cutUnits.flatMap((u) => [...units.assetsOf(u)]));
   m.partition_cut_partitions = cutUnits.length;
+  step(`network partition of ${cutEngine.name} (${cutUnits.length} partitions)`);
   const cutAt = Date.now();
   proxy.cut();
   await waitFor(
@@ -287,6 +294,7 @@ async function run(m: Draft): Promise<void> {
   }, SLOW_MS, "the healed engine to rejoin and the partitions to be shared again", 200);
   m.heal_to_rejoined_ms = Date.now() - healAt;
 
+  step("reading PEG_TRANSITIONS back");
   // 4. The stream against every client, once the last transitions reached them.
   const finalSeq = await lastSeq(jsm, "PEG_TRANSITIONS");
   await waitFor(() => clients.every((c) => (c.transitions.at(-1)?.seq ?? 0) >= finalSeq), 60_000, "every client to catch up with the stream", 200).catch(() => {});
