@@ -53,19 +53,56 @@ export interface ClusterRun {
 }
 
 /** What limits the figures and what is left, as measured (see docs/scaling.md). */
-const LIMITS = `What limits these figures:
+const LIMITS = `Other runs of the same command (2026-11-27, same machine, load average 12-37 on 2 cores):
 
+| assets | result | kill -> restored | node loss -> next transition (delivery delay after decision) | fenced after cut | lease writes/s | lost / duplicated / double-owner |
+|---:|---|---:|---:|---:|---:|---|
+| 500 | passed | 2,604 ms (167 moved) | 19,767 ms (not measured then) | 1,461 ms | 130 | 0 / 0 / 0 of 9 |
+| 2,000 | passed | 3,221 ms (682 moved) | 15,081 ms (not measured then) | 1,251 ms | 134 | 0 / 0 / 0 of 60 |
+| 2,000 | passed | 3,500 ms (682 moved) | 7,856 ms (1,060 ms) | 1,047 ms | 130 | 0 / 0 / 0 of 62 |
+| 10,000 | **no steady state** in 7 min | - | - | - | - | - |
+
+What limits these figures, and what is left:
+
+- **10,000 assets did not reach a steady state here.** At the default 10,000 assets (load average 23.6 at the start,
+  37 at the end) the run timed out after 7 minutes waiting for every partition leased and every asset acquired: the
+  engines kept losing partitions (1,481-1,664 "lease not renewed in time" lines each, after 767-1,058 failed renewals,
+  \`timeout\`) and taking them back. An engine that acquires a partition restores its assets all at once (about 156
+  at 10,000 assets), two NATS reads each (the actor snapshot and the last transition), so a cold start of 3 engines
+  puts thousands of requests in flight; on the loaded machine they time out, and the lease renewals queued behind
+  them time out too. A snapshot read that times out is logged as "ignoring unreadable actor snapshot" and the asset
+  starts from an older state (1,288-12,122 such lines per engine). Each engine also runs the whole 10,000-asset feed
+  (item 2 below): its sample publish queue filled (20,000; ticks skipped, evaluated samples dropped from
+  PEG_SAMPLES). The section above is the largest size that ran through, 5,000.
+- **kill -> restored** is the lease first, then the restore of every moved asset. At 5,000 assets the survivors'
+  first \`acquired asset\` came 2.6 s after the kill (the TTL: 2.5 s after the killed engine's last renewal, sent
+  0-0.5 s before the kill); restoring the 1,747 moved assets took 3.2 s more, and meanwhile the survivors' own
+  renewals timed out and some partitions lapsed and were taken again (1,934 acquisitions for 1,747 assets), hence
+  5.7 s. At 2,000 assets: 2.4 s to the first, 1.1 s to restore 682. The restore's cost grows with the assets per
+  partition and the machine's load; left: bounded, batched restores of an acquired partition (one read per partition
+  instead of two per asset) and renewals that never wait behind them; then a run on a machine that is not shared.
+- **node loss -> next transition on every WebSocket** starts with the wait for the next transition to be decided:
+  the first one decided after the loss came 6.8 s (2,000 assets) and 7.8 s (5,000) after it, although the steady
+  rate was 1.6 and 3.9 transitions/s. The simulated market decides them in bursts, and the engines were disturbed
+  meanwhile (evaluated samples dropped from PEG_SAMPLES while its publishes failed; at 5,000 assets 32 leases
+  lapsed and were taken again); these runs do not separate the two. The delivery delay of the first 5 transitions
+  after the loss, from their decision to every client, was 1.1 s at 2,000 assets (one API process's transitions
+  consumer stalled and was re-created by its watchdog 8 s after the loss) and 3.6 s at 5,000. Left: a feed that
+  decides transitions at a steady rate, so the blind time is measured directly, and the restore and renewal work
+  above.
+- **Network partition**: the cut-off engine stopped every partition before a survivor's first write of its lease in
+  every run. At 5,000 assets it stopped 230 ms after the cut: its renewals were already late under the load (the
+  last one had succeeded about 1.3 s before the cut, and an engine stops 1.5 s after its last renewal). Heal ->
+  partitions shared again took 0.7-1.1 s at 500-2,000 assets and 21 s at 5,000, where partitions kept lapsing under
+  the load before the split settled.
 - **Intake is not once per cluster yet (issue 26 item 2 is not done).** Every engine runs the whole simulated market
   and drops the samples of the assets it does not lease: with 3 engines the machine generates and routes 3x the
-  samples, and each engine keeps every asset's recent samples (\`RecentSamples\`), which is also what lets a survivor
-  feed a moved asset its gap samples. On this shared 2-core machine that triple intake, three nats-servers and five
-  service processes are what sets the sample rate the cluster can carry.
-- **kill -> restored** is bounded below by the lease: TTL 2.5 s after the killed engine's last renewal (sent 0-0.5 s
-  before the kill), then one recovery read per moved asset; with thousands of moved assets those reads, queued behind
-  the survivors' own intake, are what comes on top.
-- **node loss -> next transition** is bounded below by the time to the next transition (the steady rate above), and
-  on top by the election of a new PEG_TRANSITIONS leader in nats-server 2.9 and the API processes' consumers
-  resuming on it.`;
+  samples, and each engine keeps every asset's recent samples (\`RecentSamples\`), which is also what lets a
+  survivor feed a moved asset its gap samples. That triple intake, three nats-servers and five service processes on
+  2 shared cores set the sample rate (one per asset every 5 s) and the asset count the cluster carries here.
+- **Lease writes per second** follow the partitions, not the assets: 123-134 writes/s for 64 partitions at 500, 2,000
+  and 5,000 assets (a renewal per partition every 0.5 s, plus the engines' heartbeats); per-asset leases would be
+  2 writes/s per asset (10,000/s at 5,000 assets, 20,000/s at 10,000).`;
 
 const ms = (x: number | null | undefined) => (x === null || x === undefined ? "not reached" : `${Math.round(x).toLocaleString("en-US")} ms`);
 
