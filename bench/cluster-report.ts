@@ -58,6 +58,7 @@ const LIMITS = `Other runs of the same command (2026-11-27, same machine, load a
 | assets | result | kill -> restored | node loss -> next transition (delivery delay after decision) | fenced after cut | lease writes/s | lost / duplicated / double-owner |
 |---:|---|---:|---:|---:|---:|---|
 | 500 | passed | 2,604 ms (167 moved) | 19,767 ms (not measured then) | 1,461 ms | 130 | 0 / 0 / 0 of 9 |
+| 500 | passed | 3,103 ms (168 moved) | 19,020 ms (530 ms) | 1,217 ms | 132 | 0 / 0 / 0 of 16 |
 | 2,000 | passed | 3,221 ms (682 moved) | 15,081 ms (not measured then) | 1,251 ms | 134 | 0 / 0 / 0 of 60 |
 | 2,000 | passed | 3,500 ms (682 moved) | 7,856 ms (1,060 ms) | 1,047 ms | 130 | 0 / 0 / 0 of 62 |
 | 10,000 | **no steady state** in 7 min | - | - | - | - | - |
@@ -82,14 +83,14 @@ What limits these figures, and what is left:
   partition and the machine's load; left: bounded, batched restores of an acquired partition (one read per partition
   instead of two per asset) and renewals that never wait behind them; then a run on a machine that is not shared.
 - **node loss -> next transition on every WebSocket** starts with the wait for the next transition to be decided:
-  the first one decided after the loss came 6.8 s (2,000 assets) and 7.8 s (5,000) after it, although the steady
-  rate was 1.6 and 3.9 transitions/s. The simulated market decides them in bursts, and the engines were disturbed
-  meanwhile (evaluated samples dropped from PEG_SAMPLES while its publishes failed; at 5,000 assets 32 leases
-  lapsed and were taken again); these runs do not separate the two. The delivery delay of the first 5 transitions
-  after the loss, from their decision to every client, was 1.1 s at 2,000 assets (one API process's transitions
-  consumer stalled and was re-created by its watchdog 8 s after the loss) and 3.6 s at 5,000. Left: a feed that
-  decides transitions at a steady rate, so the blind time is measured directly, and the restore and renewal work
-  above.
+  the first one decided after the loss came 18.5 s (500 assets, 0.5 transitions/s in the steady window), 6.8 s
+  (2,000 assets, 1.6/s) and 7.8 s (5,000, 3.9/s) after it. The simulated market decides them in bursts, and the
+  engines were disturbed meanwhile (evaluated samples dropped from PEG_SAMPLES while its publishes failed; at 5,000
+  assets 32 leases lapsed and were taken again); these runs do not separate the two. The delivery delay of the
+  first 5 transitions after the loss, from their decision to every client, was 0.5 s at 500 assets, 1.1 s at 2,000
+  (one API process's transitions consumer stalled and was re-created by its watchdog 8 s after the loss) and 3.6 s
+  at 5,000. Left: a feed that decides transitions at a steady rate, so the blind time is measured directly, and the
+  restore and renewal work above.
 - **Network partition**: the cut-off engine stopped every partition before a survivor's first write of its lease in
   every run. At 5,000 assets it stopped 230 ms after the cut: its renewals were already late under the load (the
   last one had succeeded about 1.3 s before the cut, and an engine stops 1.5 s after its last renewal). Heal ->
