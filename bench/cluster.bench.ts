@@ -315,6 +315,9 @@ async function run(m: Draft): Promise<void> {
   m.early_handovers = early.length;
   m.double_owner_transitions = counts.chainBreaks + early.length;
   m.ws_clients_closed = clients.filter((c) => c.closed !== null).length;
+  // Over every fault, not only the kill: an asset restored from a state older than the survivors' recent samples
+  // resumes without the samples in between (each line is one asset resuming with a gap).
+  m.resumed_without_samples = engines.flatMap((e) => e.lines).filter((l) => l.at >= killedAt && l.msg.startsWith("samples since the restored state are no longer kept")).length;
   if (counts.chainBreakLines.length > 0) console.error(`chain breaks: ${counts.chainBreakLines.slice(0, 10).join("; ")}`);
   if (early.length > 0) console.error(`early handovers: ${early.slice(0, 10).join("; ")}`);
   for (const c of clients) c.close();
