@@ -61,6 +61,7 @@ const LIMITS = `Other runs of the same command (2026-11-27, same machine, load a
 |---:|---|---:|---:|---:|---:|---|
 | 500 | passed | 2,604 ms (167 moved) | 19,767 ms (not measured then) | 1,461 ms | 130 | 0 / 0 / 0 of 9 |
 | 500 | passed | 3,103 ms (168 moved) | 19,020 ms (530 ms) | 1,217 ms | 132 | 0 / 0 / 0 of 16 |
+| 500 | passed | 3,208 ms (151 moved) | 10,815 ms (9,414 ms; 64 leases lapsed) | 1,470 ms | 130 | 0 / 0 / 0 of 18 |
 | 2,000 | passed | 3,221 ms (682 moved) | 15,081 ms (not measured then) | 1,251 ms | 134 | 0 / 0 / 0 of 60 |
 | 2,000 | passed | 3,500 ms (682 moved) | 7,856 ms (1,060 ms) | 1,047 ms | 130 | 0 / 0 / 0 of 62 |
 | 10,000 (load 23.6-37) | **no steady state** in 7 min | - | - | - | - | - |
@@ -94,15 +95,16 @@ What limits these figures, and what is left:
   5.7 s. At 2,000 assets: 2.4 s to the first, 1.1 s to restore 682. The restore's cost grows with the assets per
   partition and the machine's load; left: bounded, batched restores of an acquired partition (one read per partition
   instead of two per asset) and renewals that never wait behind them; then a run on a machine that is not shared.
-- **node loss -> next transition on every WebSocket** starts with the wait for the next transition to be decided:
-  the first one decided after the loss came 18.5 s (500 assets, 0.5 transitions/s in the steady window), 6.8 s
-  (2,000 assets, 1.6/s) and 7.8 s (5,000, 3.9/s) after it. The simulated market decides them in bursts, and the
-  engines were disturbed meanwhile (evaluated samples dropped from PEG_SAMPLES while its publishes failed; at 5,000
-  assets 32 leases lapsed and were taken again); these runs do not separate the two. The delivery delay of the
-  first 5 transitions after the loss, from their decision to every client, was 0.5 s at 500 assets, 1.1 s at 2,000
-  (one API process's transitions consumer stalled and was re-created by its watchdog 8 s after the loss) and 3.6 s
-  at 5,000. Left: a feed that decides transitions at a steady rate, so the blind time is measured directly, and the
-  restore and renewal work above.
+- **node loss -> next transition on every WebSocket** is two things. First the wait for the next transition to be
+  decided: the simulated market decides them in bursts (0.5 transitions/s in the steady window at 500 assets, 1.6 at
+  2,000, 3.9 at 5,000), so the first one decided after the loss came 1.4-18.5 s after it. Then its delivery, timed
+  from its decision to every client over the first 5 transitions after the loss: 0.5 s and 9.4 s at 500 assets, 1.1 s
+  at 2,000, 3.6 s at 5,000. The 9.4 s run is the failure mode: the election after the loss took longer than the
+  1.5 s an engine waits before it stops an unrenewed partition, so both surviving engines stopped all 64 and took
+  them back, and what they decided meanwhile waited for that (at 5,000 assets 32 lapsed; at 2,000 none, but one API
+  process's transitions consumer stalled and was re-created by its watchdog 8 s after the loss). Left: renewals that
+  ride out a nats-server 2.9 election (or a TTL and stop margin sized for it), and a feed that decides transitions
+  at a steady rate, so the blind time is measured directly.
 - **Network partition**: the cut-off engine stopped every partition before a survivor's first write of its lease in
   every run. At 5,000 assets it stopped 230 ms after the cut: its renewals were already late under the load (the
   last one had succeeded about 1.3 s before the cut, and an engine stops 1.5 s after its last renewal). Heal ->
