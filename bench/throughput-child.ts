@@ -16,17 +16,13 @@
 import { performance } from "node:perf_hooks";
 import { startService } from "../src/cli/service.ts";
 import { featureNotices, parseConfig } from "../src/config.ts";
-import type { LogFn } from "../src/streams/jetstream/index.ts";
+import { stderrLog } from "./bench-env.ts";
 import { syntheticCatalog } from "./synthetic.ts";
 
 const out = (o: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify({ ...o, at: Date.now() })}\n`);
-const LEVELS = { debug: 10, info: 20, warn: 30, error: 40 } as const;
 
 const config = parseConfig(process.env);
-const log: LogFn = (level, msg, fields = {}) => {
-  if (LEVELS[level] < LEVELS[config.logLevel]) return;
-  process.stderr.write(`${JSON.stringify({ ts: new Date().toISOString(), level, msg, ...fields })}\n`);
-};
+const log = stderrLog(config.logLevel);
 
 // Signals from the first instant: a stop requested during start-up runs right after it.
 let stopRequested: (() => void) | null = null;

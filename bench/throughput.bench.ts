@@ -34,16 +34,12 @@ import { startPostgres, type TestPostgres } from "../test/support/postgres.ts";
 import { freePort } from "../test/support/ports.ts";
 import { HOT_ROWS, partitionStart } from "../src/store/partitions.ts";
 import { decodeSampleBatch, isSampleBatch } from "../src/streams/jetstream/sample-batch.ts";
+import { positiveInt } from "./bench-env.ts";
 import { loadAverage } from "./report.ts";
 import { analyse, type Polls } from "./throughput-analysis.ts";
 import { writeThroughputSection } from "./throughput-report.ts";
 import { machineCpu, metric, parseMetrics, procStatus } from "./throughput-stats.ts";
 
-function positiveInt(name: string, fallback: number): number {
-  const v = Number(process.env[name] ?? String(fallback));
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`${name} must be a positive integer, got ${process.env[name]}`);
-  return v;
-}
 const ASSETS = positiveInt("BENCH_ASSETS", 10_000);
 const SECONDS = positiveInt("BENCH_SECONDS", 300);
 const TICK_MS = positiveInt("BENCH_TICK_MS", 1000);
