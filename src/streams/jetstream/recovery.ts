@@ -80,9 +80,12 @@ export async function readRecovery(assets: readonly HostAsset[], topology: Topol
   const transitionSeqs = new Map<string, number>();
   const neither: HostAsset[] = [];
   for (const asset of assets) {
+    // A read that fails (a timeout, NATS unreachable) fails the recovery, to be tried again: resuming from an older
+    // state, or cold, because the snapshot could not be fetched would rewind the asset. Only a snapshot that was read
+    // and does not decode is ignored.
+    const text = bulk === null ? await snapshotText(topology, asset.mint) : (bulk.snapshots.get(asset.mint) ?? null);
     let snapshot: AssetState | null = null;
     try {
-      const text = bulk === null ? await snapshotText(topology, asset.mint) : (bulk.snapshots.get(asset.mint) ?? null);
       if (text !== null) snapshot = assetStateFromJSON(JSON.parse(text));
     } catch (e) {
       log("warn", "ignoring unreadable actor snapshot", { asset: asset.symbol, error: e instanceof Error ? e.message : String(e) });
