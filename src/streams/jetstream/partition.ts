@@ -158,6 +158,9 @@ export function startPartition(o: PartitionOptions): Partition {
     o.log("info", what, { asset: asset.symbol, mint, from: recovered.source, state_at: at === null ? null : new Date(at).toISOString(), caught_up: caughtUp });
   };
 
+  // Restores at once, across every unit being acquired: each reads NATS twice, and thousands in flight (a failover of
+  // partitions at 10,000 assets) made the engine's own lease renewals time out behind them (bench:cluster).
+  const restoring = limiter(RESTORES_AT_ONCE);
   const units = leaseUnits(
     o.assets.map((a) => a.mint),
     o.partitions ?? 0,
@@ -174,7 +177,7 @@ export function startPartition(o: PartitionOptions): Partition {
     handlers: {
       // A partition's assets are restored together (a failover restores all of a dead engine's partitions at once).
       acquired: async (unit) => {
-        await Promise.all(units.assetsOf(unit).map((mint) => acquired(mint)));
+        await Promise.all(units.assetsOf(unit).map((mint) => restoring.run(() => acquired(mint))));
       },
       lost: (unit) => {
         for (const mint of units.assetsOf(unit)) {
@@ -239,4 +242,27 @@ export async function sharedScenarioNow(kv: KV, first: EpochMs, wallNow: EpochMs
     origin = e.json<typeof mine>();
   }
   return origin.scenario_ms + Math.floor((wallNow - origin.wall_ms) * speed);
+}
+
+/** Asset restores in flight at once on an engine (each two NATS reads). */
+const RESTORES_AT_ONCE = 32;
+
+/** Runs at most `n` of the tasks given to `run` at once, the others in the order they came. */
+function limiter(n: number): { run<T>(task: () => Promise<T>): Promise<T> } {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return {
+    async run<T>(task: () => Promise<T>): Promise<T> {
+      // A finished task hands its slot to the next waiting one, so no newcomer slips in between.
+      if (active >= n) await new Promise<void>((r) => waiting.push(r));
+      else active++;
+      try {
+        return await task();
+      } finally {
+        const next = waiting.shift();
+        if (next === undefined) active--;
+        else next();
+      }
+    },
+  };
 }
