@@ -16,6 +16,7 @@ import { sql, type RawBuilder } from "kysely";
 import type { StateEvent } from "../actors/index.ts";
 import { PEG_STATES, decimalToWire, type EpochMs, type PegState } from "../methodology/index.ts";
 import { StoreDataError, decimalParam, toDecimal, toEnum, toInt, toMs, toMsOrNull, tsParam } from "./normalise.ts";
+import { blockBytes, decodeBlock } from "./sample-block.ts";
 import { HOT_ROWS, ROLLUPS, ensurePartitions, forgetPartitions, isMissingPartition } from "./partitions.ts";
 import { RAW_RETENTION_MS } from "./retention.ts";
 import type { Executor } from "./schema.ts";
@@ -114,7 +115,7 @@ async function withPartitions<T>(db: Executor, chunk: readonly SampleRow[], inse
 
 /**
  * One chunk: `fresh` keeps the rows that are not already packed (only rows older than `packed_until` can be, and only
- * they are looked up), `ins` stores the new ones in `sample_rows` (a re-delivered row conflicts and is not returned),
+ * their minutes' packed blocks are read, once per (asset, minute), by `sample_block_keys`), `ins` stores the new ones in `sample_rows` (a re-delivered row conflicts and is not returned),
  * `agg` sums what `ins` returned per (asset, minute), and the rollup upsert adds those sums. A row is therefore
  * counted in its rollup exactly when it is stored, in the same statement: redelivery never double-counts, and two
  * batches of one minute (even concurrent: the upsert locks the rollup row, and the later one adds to the committed
@@ -136,13 +137,20 @@ async function insertChunk(db: Executor, chunk: readonly SampleRow[]): Promise<{
       select a.sample_id as asset, i.*, date_bin('1 minute', i.ts, timestamptz '1970-01-01T00:00:00Z') as minute
       from input i join assets a on a.mint = i.mint
     ),
+    late as (
+      select distinct asset, minute from keyed where ts < (select packed_until from sample_pack_state)
+    ),
+    packed_keys as (
+      select l.asset, l.minute, u.off, u.seq
+      from late l join sample_minutes p on p.asset = l.asset and p.minute = l.minute
+      cross join lateral sample_block_keys(p.block) u
+    ),
     fresh as (
       select k.* from keyed k
-      where case when k.ts >= (select packed_until from sample_pack_state) then true
-                 else not exists (
-                   select 1 from sample_minutes p cross join lateral unnest(p.offsets, p.seqs) as u (off, seq)
-                   where p.asset = k.asset and p.minute = k.minute
-                     and u.off = (extract(epoch from k.ts - k.minute) * 1000)::integer and u.seq = k.seq) end
+      where not exists (
+        select 1 from packed_keys q
+        where q.asset = k.asset and q.minute = k.minute
+          and q.off = (extract(epoch from k.ts - k.minute) * 1000)::integer and q.seq = k.seq)
     ),
     ins as (
       insert into sample_rows (asset, ts, seq, state, discount, discount_raw, market_usd, intrinsic_usd)
@@ -225,46 +233,82 @@ export async function history(db: Executor, mint: string, q: HistoryQuery): Prom
 const assetOf = (mint: string) => sql`(select sample_id from assets where mint = ${mint})`;
 
 /**
- * Raw rows from both places a sample can be: `sample_rows` (recent) and the packed minutes. Packed minutes are read
- * newest first only as far as needed: a minute is unpacked while fewer than `limit` samples sit in newer minutes that
- * lie wholly inside the window (the two edge minutes, partly outside, are always unpacked and filtered).
+ * Raw rows from both places a sample can be, read in one statement (one snapshot, so a minute being packed meanwhile
+ * is seen in exactly one of them): `sample_rows` (recent) and the packed minutes' blocks, decoded here. Packed minutes
+ * are read newest first only as far as needed: a block is fetched while fewer than `limit` samples sit in newer minutes
+ * that lie wholly inside the window (the two edge minutes, partly outside, are always fetched and filtered).
  */
 async function rawHistory(db: Executor, mint: string, q: HistoryQuery): Promise<RawHistoryRow[]> {
   const from = tsParam(q.from);
   const to = tsParam(q.to);
-  const { rows } = await sql<{ ts: Date | string; discount: string; discount_raw: string; state: string; market_usd: string; intrinsic_usd: string }>`
+  const { rows } = await sql<{
+    ts: Date | string;
+    seq: number | null;
+    discount: string | null;
+    discount_raw: string | null;
+    state: number | null;
+    market_usd: string | null;
+    intrinsic_usd: string | null;
+    block: unknown;
+  }>`
     with m as (
-      select p.*, coalesce(sum(case when p.minute >= ${from}::timestamptz and p.minute + interval '1 minute' <= ${to}::timestamptz then p.n else 0 end)
+      select p.minute, p.block,
+             coalesce(sum(case when p.minute >= ${from}::timestamptz and p.minute + interval '1 minute' <= ${to}::timestamptz then p.n else 0 end)
                over (order by p.minute desc rows between unbounded preceding and 1 preceding), 0) as newer
       from sample_minutes p
       where p.asset = ${assetOf(mint)} and p.minute > ${from}::timestamptz - interval '1 minute' and p.minute <= ${to}::timestamptz
     ),
-    packed as (
-      select m.minute + u.off * interval '1 millisecond' as ts, u.seq, u.discount, u.discount_raw, u.state, u.market_usd, u.intrinsic_usd
-      from m cross join lateral unnest(m.offsets, m.seqs, m.states, m.discount, m.discount_raw, m.market_usd, m.intrinsic_usd)
-        as u (off, seq, state, discount, discount_raw, market_usd, intrinsic_usd)
-      where m.newer < ${q.limit}
-    )
-    select ts, discount::text as discount, discount_raw::text as discount_raw, peg_state_name(state) as state,
-           market_usd::text as market_usd, intrinsic_usd::text as intrinsic_usd
-    from (
+    hot as (
       select ts, seq, discount, discount_raw, state, market_usd, intrinsic_usd from sample_rows
       where asset = ${assetOf(mint)} and ts >= ${from}::timestamptz and ts <= ${to}::timestamptz
-      union all
-      select ts, seq, discount, discount_raw, state, market_usd, intrinsic_usd from packed
-      where ts >= ${from}::timestamptz and ts <= ${to}::timestamptz
-    ) x
-    order by ts desc, seq desc
-    limit ${q.limit}
+      order by ts desc, seq desc
+      limit ${q.limit}
+    )
+    select ts, seq, discount::text as discount, discount_raw::text as discount_raw, state, market_usd::text as market_usd,
+           intrinsic_usd::text as intrinsic_usd, null::bytea as block
+    from hot
+    union all
+    select minute, null, null, null, null, null, null, block from m where m.newer < ${q.limit}
   `.execute(db);
-  return rows.map((r) => ({
-    ts: toMs(r.ts, "samples.ts"),
-    discount: toDecimal(r.discount, "samples.discount"),
-    discount_raw: toDecimal(r.discount_raw, "samples.discount_raw"),
-    state: toEnum(r.state, PEG_STATES, "samples.state"),
-    market_usd: toDecimal(r.market_usd, "samples.market_usd"),
-    intrinsic_usd: toDecimal(r.intrinsic_usd, "samples.intrinsic_usd"),
-  }));
+  const out: (RawHistoryRow & { seq: number })[] = [];
+  for (const r of rows) {
+    const at = toMs(r.ts, "samples.ts");
+    if (r.block === null || r.block === undefined) {
+      out.push({
+        ts: at,
+        seq: toInt(r.seq, "samples.seq"),
+        discount: toDecimal(r.discount, "samples.discount"),
+        discount_raw: toDecimal(r.discount_raw, "samples.discount_raw"),
+        state: stateName(r.state),
+        market_usd: toDecimal(r.market_usd, "samples.market_usd"),
+        intrinsic_usd: toDecimal(r.intrinsic_usd, "samples.intrinsic_usd"),
+      });
+      continue;
+    }
+    for (const s of decodeBlock(blockBytes(r.block))) {
+      const ts = at + s.off;
+      if (ts < q.from || ts > q.to) continue;
+      out.push({
+        ts,
+        seq: s.seq,
+        discount: toDecimal(s.discount, "samples.discount"),
+        discount_raw: toDecimal(s.discount_raw, "samples.discount_raw"),
+        state: stateName(s.state),
+        market_usd: toDecimal(s.market_usd, "samples.market_usd"),
+        intrinsic_usd: toDecimal(s.intrinsic_usd, "samples.intrinsic_usd"),
+      });
+    }
+  }
+  out.sort((a, b) => b.ts - a.ts || b.seq - a.seq);
+  return out.slice(0, q.limit).map(({ seq: _seq, ...r }) => r);
+}
+
+/** A state code (`peg_state_code`: PEG_STATES order) as its name. */
+function stateName(code: unknown): PegState {
+  const i = typeof code === "number" ? code : NaN;
+  const name = PEG_STATES[i];
+  if (name === undefined) throw new StoreDataError("samples.state", code);
+  return name;
 }
 
 async function minuteHistory(db: Executor, mint: string, q: HistoryQuery): Promise<MinuteHistoryRow[]> {
@@ -292,7 +336,7 @@ export function newestSampleSql(mint?: string): RawBuilder<Date | string | null>
   const asset = mint === undefined ? sql`true` : sql`asset = ${assetOf(mint)}`;
   return sql`greatest(
       (select max(ts) from sample_rows where ${asset}),
-      (select max(p.minute + p.offsets[p.n] * interval '1 millisecond') from sample_minutes p
+      (select max(p.minute + (get_byte(p.block, 1) * 256 + get_byte(p.block, 2)) * interval '1 millisecond') from sample_minutes p
        where ${asset} and p.minute = (select max(minute) from sample_minutes where ${asset})))`;
 }
 
