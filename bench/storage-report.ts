@@ -8,7 +8,8 @@ export interface StorageMeasure {
   readonly seconds: number;
   /** Samples per second written to PEG_SAMPLES during intake. */
   readonly offeredPerS: number;
-  readonly jetstream: { readonly messages: number; readonly bytes: number };
+  /** `samples`: what PostgreSQL stored (recent + packed), the divisor of the bytes (a message may carry many). */
+  readonly jetstream: { readonly messages: number; readonly bytes: number; readonly samples: number };
   /** Packed minutes (`sample_minutes`). */
   readonly packed: { readonly samples: number; readonly rows: number; readonly bytes: number; readonly days: number; readonly perColumn: Readonly<Record<string, number>> };
   /** Unpacked recent minutes (`sample_rows`). */
@@ -30,7 +31,7 @@ const round = (x: number, digits = 1) => Number(x.toFixed(digits));
 
 export function projectStorage(m: StorageMeasure) {
   const perDay = m.offeredPerS * 86_400;
-  const js = m.jetstream.bytes / m.jetstream.messages;
+  const js = m.jetstream.bytes / m.jetstream.samples;
   const raw = m.packed.bytes / m.packed.samples;
   const rollup = m.rollups.bytes / m.rollups.rows;
   const hotPerRow = m.hot.rows > 0 ? m.hot.bytes / m.hot.rows : 0;
@@ -42,7 +43,7 @@ export function projectStorage(m: StorageMeasure) {
     assets: m.assets,
     tick_ms: m.tickMs,
     seconds: m.seconds,
-    samples: m.jetstream.messages,
+    samples: m.jetstream.samples,
     samples_per_s: round(m.offeredPerS, 0),
     jetstream_bytes_per_sample: round(js),
     pg_raw_bytes_per_sample: round(raw),
@@ -73,7 +74,7 @@ default 600, \`BENCH_TICK_MS\` default 1,000).
 Machine: ${machineDescription()}; nats-server 2.9 and PostgreSQL 15 (fsync off, as in the tests) started by the
 benchmark on the same machine. Measured ${today()} (load average ${load.loadBefore} at the start, ${load.loadAfter ?? loadAverage()} at the end).
 Load: the real service (ROLE=all, FEED=sim) with ${fmt(m.assets)} assets at one sample each every ${fmt(m.tickMs)} ms for ${fmt(m.seconds)} s:
-${fmt(m.jetstream.messages)} samples (${fmt(s.samples_per_s)}/s), its retention pass every minute.
+${fmt(m.jetstream.samples)} samples stored (${fmt(s.samples_per_s)}/s), its retention pass every minute.
 
 | store | measured | target | previous (2026-11-26, issue 25) |
 |---|---:|---:|---|
@@ -82,10 +83,10 @@ ${fmt(m.jetstream.messages)} samples (${fmt(s.samples_per_s)}/s), its retention 
 | PostgreSQL recent minutes not yet packed (\`sample_rows\`, at most ~3 minutes), bytes per sample | ${s.pg_raw_recent_bytes_per_sample} | - | - |
 | PostgreSQL 1-minute rollups, bytes per row | ${s.pg_rollup_bytes_per_row} | <= 100: ${yes(s.targets_met.pg_rollup)} | not measurable (207 rows took 248 KB) |
 
-Measured from: \`PEG_SAMPLES\` ${fmt(m.jetstream.messages)} messages in ${fmt(m.jetstream.bytes)} bytes; ${fmt(m.packed.samples)} samples packed in
+Measured from: \`PEG_SAMPLES\` ${fmt(m.jetstream.messages)} messages in ${fmt(m.jetstream.bytes)} bytes (divided by the ${fmt(m.jetstream.samples)} samples PostgreSQL stored); ${fmt(m.packed.samples)} samples packed in
 ${fmt(m.packed.rows)} rows (${s.samples_per_packed_row} per asset-minute) and ${fmt(m.packed.bytes)} bytes over ${m.packed.days} day partition(s); ${fmt(m.hot.rows)} recent rows in ${fmt(m.hot.bytes)} bytes; ${fmt(m.rollups.rows)}
 rollup rows in ${fmt(m.rollups.bytes)} bytes (after \`VACUUM FULL\`: the open minutes' dead row versions, which autovacuum reuses,
-are not part of the steady state). Packed bytes per sample by column (stored, compressed): ${Object.entries(m.packed.perColumn)
+are not part of the steady state). Packed bytes per sample by part of the block, and the row, index and TOAST overhead: ${Object.entries(m.packed.perColumn)
     .map(([c, b]) => `${c} ${b.toFixed(1)}`)
     .join(", ")}.
 

@@ -3,8 +3,10 @@
  * ROLE=all, FEED=sim, BENCH_ASSETS synthetic assets at one sample each every BENCH_TICK_MS) runs for BENCH_SECONDS
  * against its own nats-server and PostgreSQL, with its retention pass every minute (packing closed minutes). Then:
  *
- * - JetStream: `PEG_SAMPLES` bytes / messages (nats-server's own accounting of the stored messages);
+ * - JetStream: `PEG_SAMPLES` bytes (nats-server's own accounting) / the samples PostgreSQL stored (recent rows plus
+ *   packed), so the figure stays per sample when a message carries many;
  * - PostgreSQL raw: the packed minutes (`sample_minutes` partitions: table, TOAST and indexes) / the samples in them,
+ *   with where a packed sample's bytes go (each part of the blocks, and the row, index and TOAST overhead),
  *   which is what a day of history costs; the unpacked minutes (`sample_rows`) are reported apart: they hold only the
  *   last one or two minutes whatever the retention;
  * - rollups: `rollup_minutes` bytes / rows;
@@ -28,6 +30,7 @@ import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 import { systemClock } from "../src/clock.ts";
 import { openStore } from "../src/store/index.ts";
+import { blockSections } from "../src/store/sample-block.ts";
 import { startNats, type TestNats } from "../test/support/nats.ts";
 import { startPostgres, type TestPostgres } from "../test/support/postgres.ts";
 import { freePort } from "../test/support/ports.ts";
@@ -143,6 +146,9 @@ try {
 
   // Retention passes from a store of our own: the minutes that closed, then everything a week and a day later.
   const hot = await tableBytes(db, "sample_rows", "count(*)");
+  // The samples PostgreSQL stored (each exactly once: recent rows or packed): what JetStream's bytes are divided by,
+  // whatever number of samples a PEG_SAMPLES message carries.
+  const stored = hot.rows + (await tableBytes(db, "sample_minutes", "coalesce(sum(n), 0)")).rows;
   const store = await openStore({ kind: "postgres", url: dbUrl, max: 2 }, systemClock);
   let t = performance.now();
   const pass = await store.applyRetention(Date.now() + 120_000);
@@ -151,11 +157,19 @@ try {
   // by every batch of their minute and carry dead versions until autovacuum reuses them: rewrite before measuring.
   await db.query("vacuum full rollup_minutes");
   const packed = await tableBytes(db, "sample_minutes", "coalesce(sum(n), 0)");
-  // What each packed column costs per sample (stored size, after compression): where the bytes go.
-  const cols = ["offsets", "seqs", "states", "discount", "discount_raw", "market_usd", "intrinsic_usd"];
-  const perColumn = await db.query<Record<string, string>>(
-    `select ${cols.map((c) => `sum(pg_column_size(${c}))::float8 / greatest(sum(n), 1) as ${c}`).join(", ")} from sample_minutes`,
+  // Where a packed sample's bytes go: each part of the blocks (decoded here, from a systematic sample of up to 20,000
+  // rows), and the rest (row headers, keys, indexes, TOAST chunks, free space) as `row_and_index`.
+  const blocks = await db.query<{ block: Buffer; n: number }>(
+    "select block, n from sample_minutes where random() < 20000.0 / greatest((select count(*) from sample_minutes), 1)",
   );
+  const sections: Record<string, number> = {};
+  let sectionSamples = 0;
+  for (const b of blocks.rows) {
+    for (const [k, v] of Object.entries(blockSections(b.block))) sections[k] = (sections[k] ?? 0) + v;
+    sectionSamples += b.n;
+  }
+  const perColumn: Record<string, number> = Object.fromEntries(Object.entries(sections).map(([k, v]) => [k, v / Math.max(sectionSamples, 1)]));
+  perColumn["row_and_index"] = packed.bytes / Math.max(packed.rows, 1) - Object.values(perColumn).reduce((a, b) => a + b, 0);
   const packedRows = Number((await db.query<{ n: string }>("select count(*)::bigint as n from sample_minutes")).rows[0]!.n);
   const packedDays = await db.query<{ n: string }>("select count(*)::bigint as n from pg_inherits where inhparent = 'sample_minutes'::regclass");
   const rollups = await tableBytes(db, "rollup_minutes", "count(*)");
@@ -169,9 +183,9 @@ try {
     assets: ASSETS,
     tickMs: TICK_MS,
     seconds: SECONDS,
-    offeredPerS: stream.messages / ((closedAt - t0) / 1000),
-    jetstream: { messages: stream.messages, bytes: stream.bytes },
-    packed: { samples: packed.rows, rows: packedRows, bytes: packed.bytes, days: Number(packedDays.rows[0]!.n), perColumn: Object.fromEntries(cols.map((c) => [c, Number(perColumn.rows[0]![c])])) },
+    offeredPerS: stored / ((closedAt - t0) / 1000),
+    jetstream: { messages: stream.messages, bytes: stream.bytes, samples: stored },
+    packed: { samples: packed.rows, rows: packedRows, bytes: packed.bytes, days: Number(packedDays.rows[0]!.n), perColumn },
     hot,
     rollups,
     pass: { ms: passMs, minutes: pass.packedMinutes, samples: pass.packedSamples },

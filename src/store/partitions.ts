@@ -77,10 +77,15 @@ export async function ensurePartitions(db: Executor, t: PartitionedTable, at: It
 async function createPartition(db: Executor, t: PartitionedTable, start: EpochMs, name: string): Promise<void> {
   const exists = await sql<{ r: string | null }>`select to_regclass(${name})::text as r`.execute(db);
   if (exists.rows[0]?.r != null) return;
+  // Inside a transaction a failed statement would abort it: the create gets a savepoint to roll back to.
+  const inTrx = db.isTransaction;
+  if (inTrx) await sql`savepoint create_partition`.execute(db);
   try {
     await sql`create table if not exists ${sql.id(name)} partition of ${sql.id(t.parent)}
       for values from (${sql.lit(new Date(start).toISOString())}) to (${sql.lit(new Date(start + t.widthMs).toISOString())})`.execute(db);
+    if (inTrx) await sql`release savepoint create_partition`.execute(db);
   } catch (e) {
+    if (inTrx) await sql`rollback to savepoint create_partition`.execute(db);
     // Two processes creating the same partition at once: the loser sees a duplicate; the partition exists either way.
     if (!["42P07", "23505"].includes(errorCode(e) ?? "")) throw e;
   }

@@ -104,6 +104,34 @@ export function decodeBlock(block: Uint8Array): BlockSample[] {
   return out;
 }
 
+/** Bytes of each part of a block (header, offsets, seq and state, each decimal column): where a block's bytes go. */
+export function blockSections(block: Uint8Array): Record<"header" | "offsets" | "seq_state" | (typeof DECIMALS)[number], number> {
+  const r = new ByteReader(block);
+  r.bytes(3);
+  const n = r.varint();
+  const header = r.pos;
+  const mark = (): number => r.pos;
+  for (let i = 0; i < n; i++) r.varint();
+  const offsets = mark();
+  for (let i = 0; i < n; i++) r.varint();
+  const keys = mark();
+  const ends: number[] = [];
+  for (const _ of DECIMALS) {
+    let prev: Scaled | null = null;
+    for (let i = 0; i < n; i++) prev = readDecimal(r, prev);
+    ends.push(mark());
+  }
+  return {
+    header,
+    offsets: offsets - header,
+    seq_state: keys - offsets,
+    discount: ends[0]! - keys,
+    discount_raw: ends[1]! - ends[0]!,
+    market_usd: ends[2]! - ends[1]!,
+    intrinsic_usd: ends[3]! - ends[2]!,
+  };
+}
+
 /** A block as a `decode(..., 'hex')` parameter: both drivers pass text arrays alike, which bytea arrays are not. */
 export const blockHex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("hex");
 

@@ -11,15 +11,18 @@
  */
 import { sql } from "kysely";
 import type { EpochMs } from "../methodology/index.ts";
-import { HOT_ROWS, PACKED_MINUTES, ensurePartitions, listPartitions, type Partition } from "./partitions.ts";
+import { HOT_ROWS, PACKED_MINUTES, ensurePartitions, errorCode, listPartitions, type Partition } from "./partitions.ts";
 import { atomically } from "./normalise.ts";
 import { blockBytes, blockHex, decodeBlock, encodeBlock, type BlockSample } from "./sample-block.ts";
 import type { Executor } from "./schema.ts";
 
 /** A minute is packed once its end is this far in the past: later samples of it are rare and still handled. */
 export const PACK_GRACE_MS = 60_000;
-/** Advisory lock key of the packer ("peg_pack" in ASCII). */
-const PACK_LOCK = 0x7065675f7061636bn;
+/**
+ * Advisory lock key of the packer ("peg_pack" in ASCII): a pass holds it exclusively per minute packed; an insert that
+ * met a minute being packed retries holding it shared (samples.ts), so the retry never meets the packer again.
+ */
+export const PACK_LOCK = 0x7065675f7061636bn;
 /** Assets read, encoded and written per statement while packing a minute. */
 const GROUP = 1000;
 
@@ -36,7 +39,14 @@ export async function packClosedMinutes(db: Executor, now: EpochMs, graceMs: num
   let minutes = 0;
   let samples = 0;
   for (const p of due) {
-    const n = await atomically(db, (trx) => packMinute(trx, p));
+    let n: number | null;
+    try {
+      n = await atomically(db, (trx) => packMinute(trx, p));
+    } catch (e) {
+      // Chosen as the victim of a deadlock with a late insert (see samples.ts): nothing was moved; the next pass packs.
+      if (errorCode(e) === "40P01") break;
+      throw e;
+    }
     if (n === null) break;
     if (n > 0) minutes++;
     samples += n;

@@ -15,13 +15,16 @@
 import { sql, type RawBuilder } from "kysely";
 import type { StateEvent } from "../actors/index.ts";
 import { PEG_STATES, decimalToWire, type EpochMs, type PegState } from "../methodology/index.ts";
-import { StoreDataError, decimalParam, toDecimal, toEnum, toInt, toMs, toMsOrNull, tsParam } from "./normalise.ts";
+import { StoreDataError, atomically, decimalParam, toDecimal, toEnum, toInt, toMs, toMsOrNull, tsParam } from "./normalise.ts";
 import { blockBytes, decodeBlock } from "./sample-block.ts";
-import { HOT_ROWS, ROLLUPS, ensurePartitions, forgetPartitions, isMissingPartition } from "./partitions.ts";
+import { HOT_ROWS, ROLLUPS, ensurePartitions, errorCode, forgetPartitions, isMissingPartition } from "./partitions.ts";
+import { PACK_LOCK } from "./sample-packing.ts";
 import { RAW_RETENTION_MS } from "./retention.ts";
 import type { Executor } from "./schema.ts";
 
 const MINUTE_MS = 60_000;
+/** SQLSTATE deadlock_detected. */
+const DEADLOCK = "40P01";
 /** Rows per statement (column arrays: 8 parameters whatever the size), bounding one statement's work and memory. */
 const CHUNK = 5000;
 
@@ -89,27 +92,51 @@ export async function insertSamples(
   let minutes = 0;
   for (let i = 0; i < fresh.length; i += CHUNK) {
     const chunk = fresh.slice(i, i + CHUNK);
-    const r = await withPartitions(db, chunk, () => insertChunk(db, chunk));
+    const r = await withPartitions(db, chunk, (x) => insertChunk(x, chunk));
     inserted += r.inserted;
     minutes += r.minutes;
   }
   return { inserted, stale: rows.length - fresh.length, minutes };
 }
 
-/** Runs `insert` once the partitions its rows need exist; again, once, if another process dropped one meanwhile. */
-async function withPartitions<T>(db: Executor, chunk: readonly SampleRow[], insert: () => Promise<T>): Promise<T> {
-  const ensure = async () => {
-    await ensurePartitions(db, HOT_ROWS, chunk.map((r) => r.ts));
-    await ensurePartitions(db, ROLLUPS, chunk.map((r) => r.ts));
+/** Attempts of a chunk after its first met a minute being packed. */
+const RETRIES = 8;
+
+/** A statement that changed nothing because a pass of the packer got in its way (see withPartitions). */
+const metPacker = (e: unknown): boolean => isMissingPartition(e) || errorCode(e) === DEADLOCK;
+
+/**
+ * Runs `insert` once the partitions its rows need exist. When another process dropped one meanwhile (the packer
+ * packed that minute), or the statement deadlocked with the packer (a late sample waits for the minute the packer
+ * holds, while the packer waits to drop it), the statement changed nothing, and it is run again in a transaction
+ * that first takes the packer's advisory lock in shared mode: no pass can start until it commits (a pass that finds
+ * the lock taken does nothing, see sample-packing.ts), so the partitions it ensures stay. Such a transaction can
+ * still deadlock with another one creating the same partitions, or read a catalog that does not yet show the drop
+ * of a pass it waited for; both fail without effect and are tried again in a new transaction, a bounded number of times.
+ */
+async function withPartitions<T>(db: Executor, chunk: readonly SampleRow[], insert: (db: Executor) => Promise<T>): Promise<T> {
+  const instants = chunk.map((r) => r.ts);
+  const ensure = async (x: Executor) => {
+    await ensurePartitions(x, HOT_ROWS, instants);
+    await ensurePartitions(x, ROLLUPS, instants);
   };
-  await ensure();
   try {
-    return await insert();
+    await ensure(db);
+    return await insert(db);
   } catch (e) {
-    if (!isMissingPartition(e)) throw e;
+    if (!metPacker(e)) throw e;
     forgetPartitions(db);
-    await ensure();
-    return insert();
+  }
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await atomically(db, async (trx) => {
+        await sql`select pg_advisory_xact_lock_shared(${PACK_LOCK.toString()}::bigint)`.execute(trx);
+        await ensure(trx);
+        return insert(trx);
+      });
+    } catch (e) {
+      if (!metPacker(e) || attempt >= RETRIES || db.isTransaction) throw e;
+    }
   }
 }
 

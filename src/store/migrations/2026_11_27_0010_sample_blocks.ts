@@ -72,7 +72,11 @@ async function createDecoders(db: Db): Promise<void> {
         m := 0;
         for j in 1..(z / 2) loop m := m * 256 + get_byte(b, p); p := p + 1; end loop;
         t := m::text;
-        if s > 0 then t := lpad(t, s + 1, '0'); t := left(t, length(t) - s) || '.' || right(t, s); end if;
+        if s > 0 then
+          -- lpad also truncates: only widen a mantissa shorter than its scale.
+          if length(t) <= s then t := lpad(t, s + 1, '0'); end if;
+          t := left(t, length(t) - s) || '.' || right(t, s);
+        end if;
         val := t::numeric;
         if z % 2 = 1 then val := -val; end if;
         if (k - 1) % 2 = 1 then val := prev + val; end if;
