@@ -17,7 +17,7 @@ import type { StateEvent } from "../actors/index.ts";
 import { PEG_STATES, decimalToWire, type EpochMs, type PegState } from "../methodology/index.ts";
 import { StoreDataError, atomically, decimalParam, toDecimal, toEnum, toInt, toMs, toMsOrNull, tsParam } from "./normalise.ts";
 import { blockBytes, decodeBlock } from "./sample-block.ts";
-import { HOT_ROWS, ROLLUPS, ensurePartitions, errorCode, forgetPartitions, isMissingPartition } from "./partitions.ts";
+import { HOT_ROWS, ROLLUP_DAYS, ROLLUPS, ensurePartitions, errorCode, forgetPartitions, isMissingPartition } from "./partitions.ts";
 import { PACK_LOCK } from "./sample-packing.ts";
 import { RAW_RETENTION_MS } from "./retention.ts";
 import type { Executor } from "./schema.ts";
@@ -116,9 +116,11 @@ const metPacker = (e: unknown): boolean => isMissingPartition(e) || errorCode(e)
  */
 async function withPartitions<T>(db: Executor, chunk: readonly SampleRow[], insert: (db: Executor) => Promise<T>): Promise<T> {
   const instants = chunk.map((r) => r.ts);
+  // A rollup goes to `rollup_minutes`, or to `rollup_days` when its day is packed: both day partitions must exist.
   const ensure = async (x: Executor) => {
     await ensurePartitions(x, HOT_ROWS, instants);
     await ensurePartitions(x, ROLLUPS, instants);
+    await ensurePartitions(x, ROLLUP_DAYS, instants);
   };
   try {
     await ensure(db);
@@ -148,7 +150,9 @@ async function withPartitions<T>(db: Executor, chunk: readonly SampleRow[], inse
  * batches of one minute (even concurrent: the upsert locks the rollup row, and the later one adds to the committed
  * sums) add up. The average is `sum / samples` with PostgreSQL's numeric division, what `avg(numeric)` computes; a
  * rollup migrated with a stored average drops it on its first new row. The last state is the one of the greatest
- * (ts, seq), as in the raw history's order.
+ * (ts, seq), as in the raw history's order. A minute of a day whose rollups are packed already (before
+ * `rollups_packed_until`: a sample more than a day late) is added to its packed day by `rollup_days_merge` with the
+ * same rules (rollup-packing.ts).
  */
 async function insertChunk(db: Executor, chunk: readonly SampleRow[]): Promise<{ inserted: number; minutes: number }> {
   const col = <T>(f: (r: SampleRow) => T): T[] => chunk.map(f);
@@ -199,6 +203,7 @@ async function insertChunk(db: Executor, chunk: readonly SampleRow[]): Promise<{
       select asset, minute, samples, (extract(epoch from last_ts - minute) * 1000)::integer, last_seq, last_state,
              sum_discount, min_discount, max_discount
       from agg
+      where minute >= (select rollups_packed_until from sample_pack_state)
       on conflict (asset, minute) do update set
         sum_discount = r.sum_discount + excluded.sum_discount,
         samples = r.samples + excluded.samples,
@@ -209,8 +214,16 @@ async function insertChunk(db: Executor, chunk: readonly SampleRow[]): Promise<{
         last_seq = case when (excluded.last_ms, excluded.last_seq) > (r.last_ms, r.last_seq) then excluded.last_seq else r.last_seq end,
         last_ms = greatest(r.last_ms, excluded.last_ms)
       returning 1
+    ),
+    packed_days as (
+      select rollup_days_merge(asset, date_bin('1 day', minute, timestamptz '1970-01-01T00:00:00Z'),
+               (extract(epoch from minute - date_bin('1 day', minute, timestamptz '1970-01-01T00:00:00Z')) / 60)::smallint,
+               samples, sum_discount, min_discount, max_discount, (extract(epoch from last_ts - minute) * 1000)::integer,
+               last_seq, last_state)
+      from agg
+      where minute < (select rollups_packed_until from sample_pack_state)
     )
-    select (select count(*) from ins) as inserted, (select count(*) from up) as minutes,
+    select (select count(*) from ins) as inserted, (select count(*) from up) + (select count(*) from packed_days) as minutes,
            (select count(*) from input) - (select count(*) from keyed) as unknown
   `.execute(db);
   const row = res.rows[0]!;
@@ -338,12 +351,24 @@ function stateName(code: unknown): PegState {
   return name;
 }
 
+/** Minutes from both places a rollup can be (disjoint: see rollup-packing.ts): `rollup_minutes` and packed days. */
 async function minuteHistory(db: Executor, mint: string, q: HistoryQuery): Promise<MinuteHistoryRow[]> {
+  const from = tsParam(q.from);
+  const to = tsParam(q.to);
   const { rows } = await sql<{ minute: Date | string; avg: string; min: string; max: string; samples: number | string; state: string }>`
     select minute, coalesce(avg_discount, sum_discount / samples)::text as avg, min_discount::text as min,
            max_discount::text as max, samples, peg_state_name(last_state) as state
-    from rollup_minutes
-    where asset = ${assetOf(mint)} and minute >= ${tsParam(q.from)}::timestamptz and minute <= ${tsParam(q.to)}::timestamptz
+    from (
+      select minute, samples, last_state, sum_discount, min_discount, max_discount, avg_discount
+      from rollup_minutes
+      where asset = ${assetOf(mint)} and minute >= ${from}::timestamptz and minute <= ${to}::timestamptz
+      union all
+      select d.day + u.m * interval '1 minute', u.k, u.lstate, u.s, u.lo, u.hi, u.av
+      from rollup_days d cross join lateral unnest(d.minutes, d.samples, d.last_state, d.sum_discount, d.min_discount,
+        d.max_discount, d.avg_discount) as u (m, k, lstate, s, lo, hi, av)
+      where d.asset = ${assetOf(mint)} and d.day > ${from}::timestamptz - interval '1 day' and d.day <= ${to}::timestamptz
+    ) r
+    where minute >= ${from}::timestamptz and minute <= ${to}::timestamptz
     order by minute desc
     limit ${q.limit}
   `.execute(db);

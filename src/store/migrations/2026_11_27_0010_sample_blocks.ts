@@ -11,6 +11,14 @@
  *
  * The previous rows are converted by the service in pages of (asset, minute) into a side table, then the old table is
  * dropped and the rows moved into the new day partitions: nothing inside the retention window is lost.
+ *
+ * Rollups of closed days (issue 25: 171 B a row, target 100): `rollup_days` holds one row per (asset, UTC day) with the
+ * day's minutes as parallel arrays (minute of the day, samples, last ms and seq and state, sum, min, max, and the stored
+ * average of migrated rollups when any), partitioned by day, so a row's ~250 B of header, keys and index is shared by
+ * up to 1,440 minutes. The decimals stay `numeric` (SQL sums and divides them: the average is `sum / samples` with
+ * PostgreSQL's division, to the last digit). `sample_pack_state.rollups_packed_until`: no minute at or after it is
+ * packed; a late sample's rollup for a minute before it is merged into its day's arrays by `rollup_days_merge`, so a
+ * minute is always in exactly one place. The `rollups_1m` view reads both.
  */
 import { sql, type Kysely, type RawBuilder } from "kysely";
 import { blockHex, encodeBlock, type BlockSample } from "../sample-block.ts";
@@ -155,6 +163,62 @@ async function convertRows(db: Db): Promise<void> {
   }
 }
 
+async function createRollupDays(db: Db): Promise<void> {
+  await sql`create table rollup_days (
+    asset integer not null, day ${ts} not null, n integer not null,
+    minutes smallint[] not null, samples integer[] not null, last_ms integer[] not null, last_seq integer[] not null,
+    last_state smallint[] not null, sum_discount numeric[] not null, min_discount numeric[] not null,
+    max_discount numeric[] not null, avg_discount numeric[],
+    primary key (asset, day)
+  ) partition by range (day)`.execute(db);
+  await sql`alter table sample_pack_state add column rollups_packed_until ${ts} not null default '1970-01-01T00:00:00Z'`.execute(db);
+  // One minute's rollup added to its packed day, as the insert's upsert adds to a rollup_minutes row: sums and counts
+  // add, min and max widen, the last state is the one of the greater (ms, seq), a stored average is dropped. A minute
+  // the day does not hold yet is inserted in minute order.
+  await sql
+    .raw(`create function rollup_days_merge(a integer, d timestamptz, m smallint, k integer, s numeric, lo numeric, hi numeric,
+    lms integer, lseq integer, lstate smallint) returns void language plpgsql as $$
+  declare i integer;
+  begin
+    select array_position(minutes, m) into i from rollup_days where asset = a and day = d for update;
+    if not found then
+      insert into rollup_days (asset, day, n, minutes, samples, last_ms, last_seq, last_state, sum_discount, min_discount, max_discount)
+      values (a, d, 1, array[m], array[k], array[lms], array[lseq], array[lstate], array[s], array[lo], array[hi]);
+    elsif i is not null then
+      update rollup_days set
+        samples[i] = samples[i] + k,
+        sum_discount[i] = sum_discount[i] + s,
+        min_discount[i] = least(min_discount[i], lo),
+        max_discount[i] = greatest(max_discount[i], hi),
+        avg_discount = case when avg_discount is null then null else avg_discount[:i - 1] || null::numeric || avg_discount[i + 1:] end,
+        last_state[i] = case when (lms, lseq) > (last_ms[i], last_seq[i]) then lstate else last_state[i] end,
+        last_seq[i] = case when (lms, lseq) > (last_ms[i], last_seq[i]) then lseq else last_seq[i] end,
+        last_ms[i] = greatest(last_ms[i], lms)
+      where asset = a and day = d;
+    else
+      update rollup_days r set n = r.n + 1, minutes = x.minutes, samples = x.samples, last_ms = x.last_ms, last_seq = x.last_seq,
+        last_state = x.last_state, sum_discount = x.sum_discount, min_discount = x.min_discount, max_discount = x.max_discount,
+        avg_discount = case when r.avg_discount is null then null else x.avg_discount end
+      from (
+        select array_agg(u.m order by u.m) as minutes, array_agg(u.k order by u.m) as samples, array_agg(u.lms order by u.m) as last_ms,
+               array_agg(u.lseq order by u.m) as last_seq, array_agg(u.lstate order by u.m) as last_state,
+               array_agg(u.s order by u.m) as sum_discount, array_agg(u.lo order by u.m) as min_discount,
+               array_agg(u.hi order by u.m) as max_discount, array_agg(u.av order by u.m) as avg_discount
+        from (
+          select t.m, t.k, t.lms, t.lseq, t.lstate, t.s, t.lo, t.hi, t.av
+          from rollup_days o cross join lateral unnest(o.minutes, o.samples, o.last_ms, o.last_seq, o.last_state,
+            o.sum_discount, o.min_discount, o.max_discount, o.avg_discount) as t (m, k, lms, lseq, lstate, s, lo, hi, av)
+          where o.asset = a and o.day = d
+          union all
+          select m, k, lms, lseq, lstate, s, lo, hi, null::numeric
+        ) u
+      ) x
+      where r.asset = a and r.day = d;
+    end if;
+  end $$`)
+    .execute(db);
+}
+
 async function createTable(db: Db): Promise<void> {
   await sql`create table sample_minutes (
     asset integer not null, minute ${ts} not null, n integer not null, block bytea not null,
@@ -188,6 +252,23 @@ async function createView(db: Db): Promise<void> {
     cross join lateral sample_block_rows(p.block) u`.execute(db);
 }
 
+/** 0009's view over `rollup_minutes`, now with the packed days' minutes too (each minute is in one of the two). */
+async function createRollupView(db: Db): Promise<void> {
+  await sql`drop view rollups_1m`.execute(db);
+  await sql`create view rollups_1m as
+    select a.mint, r.minute, coalesce(r.avg_discount, r.sum_discount / r.samples) as avg_discount, r.min_discount,
+           r.max_discount, r.samples, peg_state_name(r.last_state) as last_state,
+           r.minute + r.last_ms * interval '1 millisecond' as last_ts, r.sum_discount, r.last_seq
+    from (
+      select asset, minute, samples, last_ms, last_seq, last_state, sum_discount, min_discount, max_discount, avg_discount
+      from rollup_minutes
+      union all
+      select d.asset, d.day + u.m * interval '1 minute', u.k, u.lms, u.lseq, u.lstate, u.s, u.lo, u.hi, u.av
+      from rollup_days d cross join lateral unnest(d.minutes, d.samples, d.last_ms, d.last_seq, d.last_state, d.sum_discount,
+        d.min_discount, d.max_discount, d.avg_discount) as u (m, k, lms, lseq, lstate, s, lo, hi, av)
+    ) r join assets a on a.sample_id = r.asset`.execute(db);
+}
+
 export async function up(db: Db): Promise<void> {
   await createDecoders(db);
   await sql`drop view samples`.execute(db);
@@ -196,10 +277,31 @@ export async function up(db: Db): Promise<void> {
   await createTable(db);
   await moveIn(db, "sample_minutes_0010");
   await createView(db);
+  await createRollupDays(db);
+  await createRollupView(db);
 }
 
-/** Back to 0009's arrays, decoded in SQL. */
+/** Back to 0009's arrays, decoded in SQL, and every packed rollup day back to one row a minute. */
 export async function down(db: Db): Promise<void> {
+  await sql`drop view rollups_1m`.execute(db);
+  const days = await sql<{ d: number | string }>`select distinct (extract(epoch from day) * 1000)::bigint as d from rollup_days`.execute(db);
+  for (const { d } of days.rows) {
+    const start = Number(d);
+    await sql`create table if not exists ${sql.id(`rollup_minutes_d${dayLabel(start)}`)} partition of rollup_minutes
+      for values from (${sql.lit(new Date(start).toISOString())}) to (${sql.lit(new Date(start + DAY_MS).toISOString())})`.execute(db);
+  }
+  await sql`insert into rollup_minutes (asset, minute, samples, last_ms, last_seq, last_state, sum_discount, min_discount, max_discount, avg_discount)
+    select d.asset, d.day + u.m * interval '1 minute', u.k, u.lms, u.lseq, u.lstate, u.s, u.lo, u.hi, u.av
+    from rollup_days d cross join lateral unnest(d.minutes, d.samples, d.last_ms, d.last_seq, d.last_state, d.sum_discount,
+      d.min_discount, d.max_discount, d.avg_discount) as u (m, k, lms, lseq, lstate, s, lo, hi, av)`.execute(db);
+  await sql`drop table rollup_days`.execute(db);
+  await sql`drop function rollup_days_merge(integer, timestamptz, smallint, integer, numeric, numeric, numeric, integer, integer, smallint)`.execute(db);
+  await sql`alter table sample_pack_state drop column rollups_packed_until`.execute(db);
+  await sql`create view rollups_1m as
+    select a.mint, r.minute, coalesce(r.avg_discount, r.sum_discount / r.samples) as avg_discount, r.min_discount,
+           r.max_discount, r.samples, peg_state_name(r.last_state) as last_state,
+           r.minute + r.last_ms * interval '1 millisecond' as last_ts, r.sum_discount, r.last_seq
+    from rollup_minutes r join assets a on a.sample_id = r.asset`.execute(db);
   await sql`drop view samples`.execute(db);
   await sql`create table sample_minutes_0009 as
     select p.asset, p.minute, p.n, array_agg(u.off order by u.off, u.seq) as offsets, array_agg(u.seq order by u.off, u.seq) as seqs,
