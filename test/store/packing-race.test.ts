@@ -1,7 +1,8 @@
 /**
- * The packer racing late inserts (issue 25): batches of samples of closed minutes, each delivered twice, from
+ * The packers racing late inserts (issue 25): batches of samples of closed minutes, each delivered twice, from
  * several connections at once, while retention passes pack every closed minute over and over (recreated minutes
- * included: each late sample recreates its minute's partition, which the next pass merges into the packed block).
+ * included: each late sample recreates its minute's partition, which the next pass merges into the packed block), and
+ * yesterday's rollups into day rows (a later sample of yesterday is then merged into them).
  * Whatever the interleaving, every sample ends up stored exactly once: the inserts report each as newly stored once
  * in all, the raw history holds each (ts, seq) once with its own values, the rollups count each once, and nothing is
  * left unpacked. On PostgreSQL (real concurrency, 4 connections) and on PGlite (statements interleave, one connection).
@@ -13,9 +14,10 @@ import { openStore, type SampleRow, type Store } from "../../src/store/index.ts"
 import { describeWithPostgres } from "../support/postgres.ts";
 import { MIN, catalog, sample } from "./fixtures.ts";
 
-const ASSETS = catalog.active.slice(0, 6);
+const ASSETS = catalog.active.slice(0, 4);
 const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);
-const MINUTES = [NOW - 6 * MIN, NOW - 5 * MIN, NOW - 4 * MIN, NOW - 3 * MIN];
+/** Minutes of yesterday (whose rollups a pass packs into a day row) and of today (closed, so their samples are packed). */
+const MINUTES = [NOW - 1_440 * MIN - 6 * MIN, NOW - 1_440 * MIN - 5 * MIN, NOW - 6 * MIN, NOW - 5 * MIN, NOW - 4 * MIN, NOW - 3 * MIN];
 
 /** A small deterministic generator, so a failing seed can be replayed. */
 function rng(seed: number): () => number {
@@ -34,7 +36,7 @@ async function race(store: Store, seed: number): Promise<void> {
   const all: SampleRow[] = [];
   for (const m of MINUTES) {
     for (const [i, a] of ASSETS.entries()) {
-      for (let k = 0; k < 12; k++) {
+      for (let k = 0; k < 10; k++) {
         const ts = m + Math.floor(rand() * 60_000);
         all.push(sample(a.mint, ts, `0.00${i}${k}${Math.floor(rand() * 1e9)}1234567890123456789012`, { seq: k }));
       }
@@ -75,7 +77,9 @@ async function race(store: Store, seed: number): Promise<void> {
     const raw = await store.history(a.mint, { bucket: "raw", from: 0, to: NOW, limit: 10_000 });
     expect(raw.map((r) => [r.ts, r.discount])).toEqual(mine.map((r) => [r.ts, r.discount]));
     const minutes = await store.history(a.mint, { bucket: "1m", from: 0, to: NOW, limit: 10_000 });
-    expect(minutes.map((m) => m.samples)).toEqual(MINUTES.map(() => 12));
+    expect(minutes.map((m) => m.samples)).toEqual(MINUTES.map(() => 10));
+    const sums = await sql<{ n: number | string }>`select count(*) as n from rollup_days`.execute(store.db);
+    expect(Number(sums.rows[0]!.n)).toBe(ASSETS.length);
   }
 }
 
