@@ -180,11 +180,16 @@ async function createRollupDays(db: Db): Promise<void> {
     lms integer, lseq integer, lstate smallint) returns void language plpgsql as $$
   declare i integer;
   begin
-    select array_position(minutes, m) into i from rollup_days where asset = a and day = d for update;
-    if not found then
+    loop
+      select array_position(minutes, m) into i from rollup_days where asset = a and day = d for update;
+      exit when found;
+      -- No row for the day yet: insert one, unless a concurrent merge just did (then lock and merge into that one).
       insert into rollup_days (asset, day, n, minutes, samples, last_ms, last_seq, last_state, sum_discount, min_discount, max_discount)
-      values (a, d, 1, array[m], array[k], array[lms], array[lseq], array[lstate], array[s], array[lo], array[hi]);
-    elsif i is not null then
+      values (a, d, 1, array[m], array[k], array[lms], array[lseq], array[lstate], array[s], array[lo], array[hi])
+      on conflict (asset, day) do nothing;
+      if found then return; end if;
+    end loop;
+    if i is not null then
       update rollup_days set
         samples[i] = samples[i] + k,
         sum_discount[i] = sum_discount[i] + s,
