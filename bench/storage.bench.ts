@@ -45,6 +45,8 @@ const int = (name: string, fallback: number): number => {
 const ASSETS = int("BENCH_ASSETS", 10_000);
 const SECONDS = int("BENCH_SECONDS", 600);
 const TICK_MS = int("BENCH_TICK_MS", 1000);
+/** Assets of the synthetic full day of packed rollups (see packedRollupDay). */
+const FULL_DAY_ASSETS = 500;
 const CHILD = fileURLToPath(new URL("./throughput-child.ts", import.meta.url));
 const DAY_MS = 86_400_000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -69,6 +71,36 @@ async function tableBytes(db: pg.Client, parent: string, count: string): Promise
   );
   const n = await db.query<{ n: string }>(`select ${count}::bigint as n from ${parent}`);
   return { bytes: Number(b.rows[0]!.b), rows: Number(n.rows[0]!.n) };
+}
+
+/**
+ * Packed rollups per minute over a full day. The run's own minutes cover part of one day, whose row per asset-day is
+ * mostly header; so a closed day of FULL_DAY_ASSETS assets x 1,440 minutes is written into `rollup_minutes` with the
+ * run's shape (34-significant-digit sums, minima and maxima with random digits, which do not compress; the run's
+ * samples per minute; last offsets, seqs and states as the projector writes them), packed by a retention pass, and its
+ * `rollup_days` partition measured. `partialMinutes`: the run's own minutes packed by the expiry pass, for reference.
+ */
+async function packedRollupDay(db: pg.Client, store: Awaited<ReturnType<typeof openStore>>, partialMinutes: number) {
+  const assets = Math.min(ASSETS, FULL_DAY_ASSETS);
+  const day = Math.floor(Date.now() / DAY_MS) * DAY_MS - 2 * DAY_MS;
+  const perMinute = Math.max(1, Math.round(60_000 / TICK_MS));
+  const from = new Date(day).toISOString();
+  const name = `rollup_minutes_d${from.slice(0, 10).replaceAll("-", "")}`;
+  await db.query(`create table ${name} partition of rollup_minutes for values from ('${from}') to ('${new Date(day + DAY_MS).toISOString()}')`);
+  const digits = (scale: number) => `round((random()::numeric * 0.004 + random()::numeric * 1e-18 + random()::numeric * 1e-34), ${scale})`;
+  await db.query(`
+    insert into rollup_minutes (asset, minute, samples, last_ms, last_seq, last_state, sum_discount, min_discount, max_discount)
+    select a.sample_id, '${from}'::timestamptz + g * interval '1 minute', ${perMinute}, 59000 + floor(random() * 1000)::integer, 1, 0,
+           ${digits(37)} * ${perMinute}, ${digits(36)}, ${digits(36)}
+    from (select sample_id from assets order by sample_id limit ${assets}) a cross join generate_series(0, 1439) g`);
+  const t = performance.now();
+  const pass = await store.applyRetention(Date.now());
+  const ms = performance.now() - t;
+  const b = await db.query<{ b: string; n: string; rows: string }>(`
+    select pg_total_relation_size('rollup_days_d${from.slice(0, 10).replaceAll("-", "")}')::bigint as b,
+           (select coalesce(sum(n), 0) from rollup_days where day = '${from}')::bigint as n,
+           (select count(*) from rollup_days where day = '${from}')::bigint as rows`);
+  return { assets, minutes: Number(b.rows[0]!.n), rows: Number(b.rows[0]!.rows), bytes: Number(b.rows[0]!.b), packMs: ms, days: pass.packedRollupDays, partialMinutes };
 }
 
 /** Spawns the service and resolves with its `serving` line's instant; lines with `bench` go to `onLine`. */
@@ -176,6 +208,7 @@ try {
   t = performance.now();
   const expiry = await store.applyRetention(Date.now() + 8 * DAY_MS);
   const expiryMs = performance.now() - t;
+  const rollupDay = await packedRollupDay(db, store, rollups.rows > 0 ? (await tableBytes(db, "rollup_days", "coalesce(sum(n), 0)")).rows : 0);
   await store.close();
   await db.end();
 
@@ -190,6 +223,7 @@ try {
     rollups,
     pass: { ms: passMs, minutes: pass.packedMinutes, samples: pass.packedSamples },
     expiry: { ms: expiryMs, rawDays: expiry.rawDays, bytesFreed: expiry.bytesFreed },
+    rollupDay,
   };
   const summary = projectStorage(measure);
   console.log(JSON.stringify(summary));
