@@ -383,6 +383,29 @@ async function minuteHistory(db: Executor, mint: string, q: HistoryQuery): Promi
   }));
 }
 
+/**
+ * The 1-minute rollups with a minute in [from, to] (timestamptz parameters), from both places a minute can be, with the
+ * `rollups_1m` view's columns that readers aggregate (mint, minute, avg_discount, min_discount, max_discount, samples).
+ * A packed day is unnested only when it overlaps the window: the view cannot know the window, and unnests every day.
+ */
+export function rollupsBetween(from: string, to: string): RawBuilder<unknown> {
+  return sql`(
+    select a.mint, r.minute, coalesce(r.avg_discount, r.sum_discount / r.samples) as avg_discount, r.min_discount,
+           r.max_discount, r.samples
+    from (
+      select asset, minute, samples, sum_discount, min_discount, max_discount, avg_discount
+      from rollup_minutes
+      where minute >= ${from}::timestamptz and minute <= ${to}::timestamptz
+      union all
+      select d.asset, d.day + u.m * interval '1 minute', u.k, u.s, u.lo, u.hi, u.av
+      from rollup_days d cross join lateral unnest(d.minutes, d.samples, d.sum_discount, d.min_discount, d.max_discount,
+        d.avg_discount) as u (m, k, s, lo, hi, av)
+      where d.day > ${from}::timestamptz - interval '1 day' and d.day <= ${to}::timestamptz
+    ) r join assets a on a.sample_id = r.asset
+    where r.minute >= ${from}::timestamptz and r.minute <= ${to}::timestamptz
+  )`;
+}
+
 /** SQL for the newest raw sample's instant (of one asset, or of all): null when there is none. */
 export function newestSampleSql(mint?: string): RawBuilder<Date | string | null> {
   const asset = mint === undefined ? sql`true` : sql`asset = ${assetOf(mint)}`;

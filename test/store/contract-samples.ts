@@ -10,6 +10,7 @@ import {
   startRetention,
   type SampleRow,
 } from "../../src/store/index.ts";
+import { calibrationFigures, windows24h } from "../../src/store/readmodel.ts";
 import type { ContractContext } from "./contract.ts";
 import { DAY, MIN, USDC, USDT, catalog, sample } from "./fixtures.ts";
 
@@ -197,9 +198,14 @@ export function sampleContract(ctx: ContractContext): void {
         inside: await history(ctx.store.db, USDC.mint, { bucket: "1m", from: y + 7 * MIN, to: y + 21 * MIN, limit: 100 }),
         across: await history(ctx.store.db, USDT.mint, { bucket: "1m", from: y + 30 * MIN, to: today + MIN, limit: 100 }),
         limited: await history(ctx.store.db, USDC.mint, { bucket: "1m", from: 0, to: 2 ** 42, limit: 3 }),
+        // The read models that aggregate rollups over windows (the overview's 24 h, calibration's 7 days).
+        day: [...(await windows24h(ctx.store.db, today + 20 * MIN)).entries()],
+        calibration: await calibrationFigures(ctx.store.db, today + 20 * MIN),
       });
       const before = await answers();
       expect(before.usdc.length).toBe(5);
+      expect(before.day.length).toBe(2);
+      expect(before.calibration.find((c) => c.mint === USDC.mint)).toMatchObject({ days_covered: 2 });
 
       const pass = await ctx.store.applyRetention(today + 20 * MIN);
       expect(pass.packedRollupDays).toBe(1);
