@@ -4,7 +4,9 @@
  * machine's other load disturbs far less than a rate does. BENCH_ASSETS (10,000) synthetic assets, BENCH_TICKS (60)
  * ticks of one sample each, inserted with the store's `insertSamples` in the projector's batches of 512; then one
  * retention pass after the minute closed (it packs the minute). Rewrites the "store-insert" section of
- * docs/benchmarks.md; `BENCH_PREVIOUS` (a JSON line of an earlier run) is printed beside the new figures.
+ * docs/benchmarks.md; `BENCH_PREVIOUS`, `BENCH_PREVIOUS_PASS` and `BENCH_PREVIOUS_NODE` (an earlier run's figures, as text)
+ * are printed beside the new ones. Also the benchmark process's own CPU (the store's client side: since migration 0010
+ * the pass reads and encodes each packed minute here, not in PostgreSQL).
  */
 import { execSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -49,6 +51,7 @@ const mints = catalog.active.slice(0, ASSETS).map((a) => a.mint);
 const discount = (i: number, t: number) => `0.000${(i * 7919 + t * 104729) % 1_000_000}0000000000000000001998288283585205`.slice(0, 40);
 
 let cpu = serverCpu(pg.port);
+let own = process.cpuUsage();
 let wall = performance.now();
 let batch: SampleRow[] = [];
 for (let t = 0; t < TICKS; t++) {
@@ -63,16 +66,31 @@ for (let t = 0; t < TICKS; t++) {
 }
 if (batch.length > 0) await store.insertSamples(batch);
 const samples = ASSETS * TICKS;
-const insert = { cpuS: serverCpu(pg.port) - cpu, wallMs: performance.now() - wall };
+/** CPU seconds of this process (the store's client side: statements built, blocks encoded) since `from`. */
+const ownCpu = (from: NodeJS.CpuUsage): number => {
+  const u = process.cpuUsage(from);
+  return (u.user + u.system) / 1e6;
+};
+const insert = { cpuS: serverCpu(pg.port) - cpu, nodeS: ownCpu(own), wallMs: performance.now() - wall };
 cpu = serverCpu(pg.port);
+own = process.cpuUsage();
 wall = performance.now();
 await store.applyRetention(t0 + TICKS * 1000 + 180_000);
-const pass = { cpuS: serverCpu(pg.port) - cpu, wallMs: performance.now() - wall };
+const pass = { cpuS: serverCpu(pg.port) - cpu, nodeS: ownCpu(own), wallMs: performance.now() - wall };
 await store.close();
 await pg.dispose();
 
 const us = (s: number) => Number(((s * 1e6) / samples).toFixed(1));
-const result = { bench: "store-insert", samples, insert_pg_cpu_us_per_sample: us(insert.cpuS), pass_pg_cpu_us_per_sample: us(pass.cpuS), insert_wall_ms: Math.round(insert.wallMs), pass_wall_ms: Math.round(pass.wallMs) };
+const result = {
+  bench: "store-insert",
+  samples,
+  insert_pg_cpu_us_per_sample: us(insert.cpuS),
+  pass_pg_cpu_us_per_sample: us(pass.cpuS),
+  insert_node_cpu_us_per_sample: us(insert.nodeS),
+  pass_node_cpu_us_per_sample: us(pass.nodeS),
+  insert_wall_ms: Math.round(insert.wallMs),
+  pass_wall_ms: Math.round(pass.wallMs),
+};
 console.log(JSON.stringify(result));
 const previous = process.env["BENCH_PREVIOUS"] ?? "";
 writeSection(
@@ -88,7 +106,8 @@ CPU is the server processes' own (/proc), so the machine's other load moves it f
 | figure | this run | previous |
 |---|---:|---|
 | insert + rollup, PostgreSQL CPU per sample | ${result.insert_pg_cpu_us_per_sample} µs | ${previous === "" ? "-" : previous} |
-| retention pass (packs the minute), PostgreSQL CPU per sample | ${result.pass_pg_cpu_us_per_sample} µs | - (no packing before) |
+| retention pass (packs the minute), PostgreSQL CPU per sample | ${result.pass_pg_cpu_us_per_sample} µs | ${process.env["BENCH_PREVIOUS_PASS"] ?? "-"} |
+| the store's own process CPU per sample (building statements; for the pass, reading and encoding the blocks): insert / pass | ${result.insert_node_cpu_us_per_sample} µs / ${result.pass_node_cpu_us_per_sample} µs | ${process.env["BENCH_PREVIOUS_NODE"] ?? "-"} |
 | wall: inserts / pass | ${result.insert_wall_ms.toLocaleString("en-US")} ms / ${result.pass_wall_ms.toLocaleString("en-US")} ms | |
 <!-- store-insert:end -->`,
 );

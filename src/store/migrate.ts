@@ -15,6 +15,7 @@ import * as incrementalRollups from "./migrations/2026_11_25_0006_incremental_ro
 import * as x402Payments from "./migrations/2026_11_25_0007_x402_payments.ts";
 import * as compactSamples from "./migrations/2026_11_26_0009_compact_samples.ts";
 import * as x402Answers from "./migrations/2026_11_26_0008_x402_answers.ts";
+import * as sampleBlocks from "./migrations/2026_11_27_0010_sample_blocks.ts";
 
 /** Any Kysely instance: migrations work below the app's table types (Kysely's Migrator takes `Kysely<any>`). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -30,6 +31,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "2026_11_25_0007_x402_payments": x402Payments,
   "2026_11_26_0009_compact_samples": compactSamples,
   "2026_11_26_0008_x402_answers": x402Answers,
+  "2026_11_27_0010_sample_blocks": sampleBlocks,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,6 +1,6 @@
 /**
- * Time partitions of the sample history (migration 0009): `sample_rows` by minute, `sample_minutes` and
- * `rollup_minutes` by UTC day. A partition is named after its start (`sample_rows_m202611261410`,
+ * Time partitions of the sample history (migrations 0009, 0010): `sample_rows` by minute, `sample_minutes`,
+ * `rollup_minutes` and `rollup_days` by UTC day. A partition is named after its start (`sample_rows_m202611261410`,
  * `rollup_minutes_d20261126`), created when a row first needs it, and dropped whole: retention never deletes rows.
  *
  * Which partitions exist is cached per database handle; a partition dropped by another process (packing, retention)
@@ -16,13 +16,15 @@ export const DAY_MS = 86_400_000;
 
 /** A partitioned table: its name and the width of its partitions. */
 export interface PartitionedTable {
-  readonly parent: "sample_rows" | "sample_minutes" | "rollup_minutes";
+  readonly parent: "sample_rows" | "sample_minutes" | "rollup_minutes" | "rollup_days";
   readonly widthMs: number;
 }
 
 export const HOT_ROWS: PartitionedTable = { parent: "sample_rows", widthMs: MINUTE_MS };
 export const PACKED_MINUTES: PartitionedTable = { parent: "sample_minutes", widthMs: DAY_MS };
 export const ROLLUPS: PartitionedTable = { parent: "rollup_minutes", widthMs: DAY_MS };
+/** Closed days of rollups, one row per asset-day (migration 0010, rollup-packing.ts). */
+export const ROLLUP_DAYS: PartitionedTable = { parent: "rollup_days", widthMs: DAY_MS };
 
 /** One partition: its table name and its range [start, end). */
 export interface Partition {
@@ -77,10 +79,15 @@ export async function ensurePartitions(db: Executor, t: PartitionedTable, at: It
 async function createPartition(db: Executor, t: PartitionedTable, start: EpochMs, name: string): Promise<void> {
   const exists = await sql<{ r: string | null }>`select to_regclass(${name})::text as r`.execute(db);
   if (exists.rows[0]?.r != null) return;
+  // Inside a transaction a failed statement would abort it: the create gets a savepoint to roll back to.
+  const inTrx = db.isTransaction;
+  if (inTrx) await sql`savepoint create_partition`.execute(db);
   try {
     await sql`create table if not exists ${sql.id(name)} partition of ${sql.id(t.parent)}
       for values from (${sql.lit(new Date(start).toISOString())}) to (${sql.lit(new Date(start + t.widthMs).toISOString())})`.execute(db);
+    if (inTrx) await sql`release savepoint create_partition`.execute(db);
   } catch (e) {
+    if (inTrx) await sql`rollback to savepoint create_partition`.execute(db);
     // Two processes creating the same partition at once: the loser sees a duplicate; the partition exists either way.
     if (!["42P07", "23505"].includes(errorCode(e) ?? "")) throw e;
   }

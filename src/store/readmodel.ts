@@ -14,7 +14,7 @@ import { D, PEG_STATES, decimalToWire, type EpochMs, type PegState } from "../me
 import { COMMIT_STATUSES, type CommitStatus } from "./alerts.ts";
 import { StoreDataError, toDecimal, toEnum, toInt, toIntOrNull, toMs, toMsOrNull, tsParam } from "./normalise.ts";
 import type { Executor } from "./schema.ts";
-import { newestSampleSql } from "./samples.ts";
+import { newestSampleSql, rollupsBetween } from "./samples.ts";
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -64,7 +64,7 @@ export async function windows24h(db: Executor, now: EpochMs): Promise<Map<string
              sum(samples) as n,
              min(min_discount) as lo,
              max(max_discount) as hi
-      from rollups_1m
+      from ${rollupsBetween(tsParam(start), tsParam(now))} rollups_1m
       where minute > ${tsParam(start)}::timestamptz and minute <= ${tsParam(now)}::timestamptz
       group by 1, 2
     )
@@ -224,7 +224,7 @@ export async function calibrationFigures(db: Executor, now: EpochMs): Promise<Ca
              ${pct(0.5)} as p50,
              ${pct(0.95)} as p95,
              ${pct(0.99)} as p99
-      from rollups_1m
+      from ${rollupsBetween(firstDay, until)} rollups_1m
       where minute >= ${firstDay}::timestamptz and minute <= ${until}::timestamptz
       group by mint
     ), t as (

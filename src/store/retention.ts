@@ -1,15 +1,17 @@
 /**
  * Retention (issue 25): raw samples live 7 days, 1-minute rollups 90 days, transitions and receipts forever (both are
  * configurable: `RetentionWindows`, set from HISTORY_RAW_DAYS and HISTORY_1M_DAYS). Nothing is deleted row by row: a
- * pass packs the minutes that closed (sample-packing.ts), then drops every day partition of `sample_minutes` and
- * `rollup_minutes` that lies wholly before its window. So what is kept reaches back at least the window and at most a
- * day more, and a pass costs a catalog lookup plus one `DROP TABLE` per expired day, whatever the rows.
+ * pass packs the minutes that closed (sample-packing.ts) and the days of rollups that closed (rollup-packing.ts), then
+ * drops every day partition of `sample_minutes`, `rollup_minutes` and `rollup_days` that lies wholly before its
+ * window. So what is kept reaches back at least the window and at most a day more, and expiring costs a catalog lookup
+ * plus one `DROP TABLE` per expired day, whatever the rows.
  *
  * The job runs on the injected clock, one pass at a time (the next is scheduled only after the previous finished).
  */
 import type { Clock } from "../clock.ts";
 import type { EpochMs } from "../methodology/index.ts";
-import { PACKED_MINUTES, ROLLUPS, dropPartition, listPartitions, type PartitionedTable } from "./partitions.ts";
+import { PACKED_MINUTES, ROLLUP_DAYS, ROLLUPS, dropPartition, listPartitions, type PartitionedTable } from "./partitions.ts";
+import { packClosedDays } from "./rollup-packing.ts";
 import { packClosedMinutes } from "./sample-packing.ts";
 import type { Executor } from "./schema.ts";
 
@@ -40,34 +42,42 @@ export interface RetentionResult {
   /** Closed minutes packed by this pass, and their samples. */
   readonly packedMinutes: number;
   readonly packedSamples: number;
-  /** Day partitions dropped: raw samples, rollups. */
+  /** Closed days of rollups packed by this pass (rollup-packing.ts). */
+  readonly packedRollupDays: number;
+  /** Days dropped (whole partitions): raw samples, rollups (a day's packed and unpacked partitions count once). */
   readonly rawDays: number;
   readonly rollupDays: number;
   /** Bytes the dropped partitions held. */
   readonly bytesFreed: number;
 }
 
-/** Packs closed minutes, then drops the day partitions that end before `now` minus their window. */
+/**
+ * Packs closed minutes and the closed days of rollups inside the window, then drops the day partitions that end
+ * before `now` minus their window.
+ */
 export async function applyRetention(db: Executor, now: EpochMs, windows: RetentionWindows = DEFAULT_RETENTION): Promise<RetentionResult> {
   const packed = await packClosedMinutes(db, now);
+  const rollupDays = await packClosedDays(db, now, now - windows.rollupMs);
   const drop = async (t: PartitionedTable, windowMs: number) => {
-    let days = 0;
+    const days = new Set<EpochMs>();
     let bytes = 0;
     for (const p of await listPartitions(db, t)) {
       if (p.end > now - windowMs) break;
       bytes += await dropPartition(db, p);
-      days++;
+      days.add(p.start);
     }
     return { days, bytes };
   };
   const raw = await drop(PACKED_MINUTES, windows.rawMs);
   const rollups = await drop(ROLLUPS, windows.rollupMs);
+  const rollupsPacked = await drop(ROLLUP_DAYS, windows.rollupMs);
   return {
     packedMinutes: packed.minutes,
     packedSamples: packed.samples,
-    rawDays: raw.days,
-    rollupDays: rollups.days,
-    bytesFreed: raw.bytes + rollups.bytes,
+    packedRollupDays: rollupDays.days,
+    rawDays: raw.days.size,
+    rollupDays: new Set([...rollups.days, ...rollupsPacked.days]).size,
+    bytesFreed: raw.bytes + rollups.bytes + rollupsPacked.bytes,
   };
 }
 

@@ -15,12 +15,16 @@
 import { sql, type RawBuilder } from "kysely";
 import type { StateEvent } from "../actors/index.ts";
 import { PEG_STATES, decimalToWire, type EpochMs, type PegState } from "../methodology/index.ts";
-import { StoreDataError, decimalParam, toDecimal, toEnum, toInt, toMs, toMsOrNull, tsParam } from "./normalise.ts";
-import { HOT_ROWS, ROLLUPS, ensurePartitions, forgetPartitions, isMissingPartition } from "./partitions.ts";
+import { StoreDataError, atomically, decimalParam, toDecimal, toEnum, toInt, toMs, toMsOrNull, tsParam } from "./normalise.ts";
+import { blockBytes, decodeBlock } from "./sample-block.ts";
+import { HOT_ROWS, ROLLUP_DAYS, ROLLUPS, ensurePartitions, errorCode, forgetPartitions, isMissingPartition } from "./partitions.ts";
+import { PACK_LOCK } from "./sample-packing.ts";
 import { RAW_RETENTION_MS } from "./retention.ts";
 import type { Executor } from "./schema.ts";
 
 const MINUTE_MS = 60_000;
+/** SQLSTATE deadlock_detected. */
+const DEADLOCK = "40P01";
 /** Rows per statement (column arrays: 8 parameters whatever the size), bounding one statement's work and memory. */
 const CHUNK = 5000;
 
@@ -88,39 +92,67 @@ export async function insertSamples(
   let minutes = 0;
   for (let i = 0; i < fresh.length; i += CHUNK) {
     const chunk = fresh.slice(i, i + CHUNK);
-    const r = await withPartitions(db, chunk, () => insertChunk(db, chunk));
+    const r = await withPartitions(db, chunk, (x) => insertChunk(x, chunk));
     inserted += r.inserted;
     minutes += r.minutes;
   }
   return { inserted, stale: rows.length - fresh.length, minutes };
 }
 
-/** Runs `insert` once the partitions its rows need exist; again, once, if another process dropped one meanwhile. */
-async function withPartitions<T>(db: Executor, chunk: readonly SampleRow[], insert: () => Promise<T>): Promise<T> {
-  const ensure = async () => {
-    await ensurePartitions(db, HOT_ROWS, chunk.map((r) => r.ts));
-    await ensurePartitions(db, ROLLUPS, chunk.map((r) => r.ts));
+/** Attempts of a chunk after its first met a minute being packed. */
+const RETRIES = 8;
+
+/** A statement that changed nothing because a pass of the packer got in its way (see withPartitions). */
+const metPacker = (e: unknown): boolean => isMissingPartition(e) || errorCode(e) === DEADLOCK;
+
+/**
+ * Runs `insert` once the partitions its rows need exist. When another process dropped one meanwhile (the packer
+ * packed that minute), or the statement deadlocked with the packer (a late sample waits for the minute the packer
+ * holds, while the packer waits to drop it), the statement changed nothing, and it is run again in a transaction
+ * that first takes the packer's advisory lock in shared mode: no pass can start until it commits (a pass that finds
+ * the lock taken does nothing, see sample-packing.ts), so the partitions it ensures stay. Such a transaction can
+ * still deadlock with another one creating the same partitions, or read a catalog that does not yet show the drop
+ * of a pass it waited for; both fail without effect and are tried again in a new transaction, a bounded number of times.
+ */
+async function withPartitions<T>(db: Executor, chunk: readonly SampleRow[], insert: (db: Executor) => Promise<T>): Promise<T> {
+  const instants = chunk.map((r) => r.ts);
+  // A rollup goes to `rollup_minutes`, or to `rollup_days` when its day is packed: both day partitions must exist.
+  const ensure = async (x: Executor) => {
+    await ensurePartitions(x, HOT_ROWS, instants);
+    await ensurePartitions(x, ROLLUPS, instants);
+    await ensurePartitions(x, ROLLUP_DAYS, instants);
   };
-  await ensure();
   try {
-    return await insert();
+    await ensure(db);
+    return await insert(db);
   } catch (e) {
-    if (!isMissingPartition(e)) throw e;
+    if (!metPacker(e)) throw e;
     forgetPartitions(db);
-    await ensure();
-    return insert();
+  }
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await atomically(db, async (trx) => {
+        await sql`select pg_advisory_xact_lock_shared(${PACK_LOCK.toString()}::bigint)`.execute(trx);
+        await ensure(trx);
+        return insert(trx);
+      });
+    } catch (e) {
+      if (!metPacker(e) || attempt >= RETRIES || db.isTransaction) throw e;
+    }
   }
 }
 
 /**
  * One chunk: `fresh` keeps the rows that are not already packed (only rows older than `packed_until` can be, and only
- * they are looked up), `ins` stores the new ones in `sample_rows` (a re-delivered row conflicts and is not returned),
+ * their minutes' packed blocks are read, once per (asset, minute), by `sample_block_keys`), `ins` stores the new ones in `sample_rows` (a re-delivered row conflicts and is not returned),
  * `agg` sums what `ins` returned per (asset, minute), and the rollup upsert adds those sums. A row is therefore
  * counted in its rollup exactly when it is stored, in the same statement: redelivery never double-counts, and two
  * batches of one minute (even concurrent: the upsert locks the rollup row, and the later one adds to the committed
  * sums) add up. The average is `sum / samples` with PostgreSQL's numeric division, what `avg(numeric)` computes; a
  * rollup migrated with a stored average drops it on its first new row. The last state is the one of the greatest
- * (ts, seq), as in the raw history's order.
+ * (ts, seq), as in the raw history's order. A minute of a day whose rollups are packed already (before
+ * `rollups_packed_until`: a sample more than a day late) is added to its packed day by `rollup_days_merge` with the
+ * same rules (rollup-packing.ts).
  */
 async function insertChunk(db: Executor, chunk: readonly SampleRow[]): Promise<{ inserted: number; minutes: number }> {
   const col = <T>(f: (r: SampleRow) => T): T[] => chunk.map(f);
@@ -136,13 +168,20 @@ async function insertChunk(db: Executor, chunk: readonly SampleRow[]): Promise<{
       select a.sample_id as asset, i.*, date_bin('1 minute', i.ts, timestamptz '1970-01-01T00:00:00Z') as minute
       from input i join assets a on a.mint = i.mint
     ),
+    late as (
+      select distinct asset, minute from keyed where ts < (select packed_until from sample_pack_state)
+    ),
+    packed_keys as (
+      select l.asset, l.minute, u.off, u.seq
+      from late l join sample_minutes p on p.asset = l.asset and p.minute = l.minute
+      cross join lateral sample_block_keys(p.block) u
+    ),
     fresh as (
       select k.* from keyed k
-      where case when k.ts >= (select packed_until from sample_pack_state) then true
-                 else not exists (
-                   select 1 from sample_minutes p cross join lateral unnest(p.offsets, p.seqs) as u (off, seq)
-                   where p.asset = k.asset and p.minute = k.minute
-                     and u.off = (extract(epoch from k.ts - k.minute) * 1000)::integer and u.seq = k.seq) end
+      where not exists (
+        select 1 from packed_keys q
+        where q.asset = k.asset and q.minute = k.minute
+          and q.off = (extract(epoch from k.ts - k.minute) * 1000)::integer and q.seq = k.seq)
     ),
     ins as (
       insert into sample_rows (asset, ts, seq, state, discount, discount_raw, market_usd, intrinsic_usd)
@@ -164,6 +203,7 @@ async function insertChunk(db: Executor, chunk: readonly SampleRow[]): Promise<{
       select asset, minute, samples, (extract(epoch from last_ts - minute) * 1000)::integer, last_seq, last_state,
              sum_discount, min_discount, max_discount
       from agg
+      where minute >= (select rollups_packed_until from sample_pack_state)
       on conflict (asset, minute) do update set
         sum_discount = r.sum_discount + excluded.sum_discount,
         samples = r.samples + excluded.samples,
@@ -174,8 +214,16 @@ async function insertChunk(db: Executor, chunk: readonly SampleRow[]): Promise<{
         last_seq = case when (excluded.last_ms, excluded.last_seq) > (r.last_ms, r.last_seq) then excluded.last_seq else r.last_seq end,
         last_ms = greatest(r.last_ms, excluded.last_ms)
       returning 1
+    ),
+    packed_days as (
+      select rollup_days_merge(asset, date_bin('1 day', minute, timestamptz '1970-01-01T00:00:00Z'),
+               (extract(epoch from minute - date_bin('1 day', minute, timestamptz '1970-01-01T00:00:00Z')) / 60)::smallint,
+               samples, sum_discount, min_discount, max_discount, (extract(epoch from last_ts - minute) * 1000)::integer,
+               last_seq, last_state)
+      from agg
+      where minute < (select rollups_packed_until from sample_pack_state)
     )
-    select (select count(*) from ins) as inserted, (select count(*) from up) as minutes,
+    select (select count(*) from ins) as inserted, (select count(*) from up) + (select count(*) from packed_days) as minutes,
            (select count(*) from input) - (select count(*) from keyed) as unknown
   `.execute(db);
   const row = res.rows[0]!;
@@ -225,54 +273,102 @@ export async function history(db: Executor, mint: string, q: HistoryQuery): Prom
 const assetOf = (mint: string) => sql`(select sample_id from assets where mint = ${mint})`;
 
 /**
- * Raw rows from both places a sample can be: `sample_rows` (recent) and the packed minutes. Packed minutes are read
- * newest first only as far as needed: a minute is unpacked while fewer than `limit` samples sit in newer minutes that
- * lie wholly inside the window (the two edge minutes, partly outside, are always unpacked and filtered).
+ * Raw rows from both places a sample can be, read in one statement (one snapshot, so a minute being packed meanwhile
+ * is seen in exactly one of them): `sample_rows` (recent) and the packed minutes' blocks, decoded here. Packed minutes
+ * are read newest first only as far as needed: a block is fetched while fewer than `limit` samples sit in newer minutes
+ * that lie wholly inside the window (the two edge minutes, partly outside, are always fetched and filtered).
  */
 async function rawHistory(db: Executor, mint: string, q: HistoryQuery): Promise<RawHistoryRow[]> {
   const from = tsParam(q.from);
   const to = tsParam(q.to);
-  const { rows } = await sql<{ ts: Date | string; discount: string; discount_raw: string; state: string; market_usd: string; intrinsic_usd: string }>`
+  const { rows } = await sql<{
+    ts: Date | string;
+    seq: number | null;
+    discount: string | null;
+    discount_raw: string | null;
+    state: number | null;
+    market_usd: string | null;
+    intrinsic_usd: string | null;
+    block: unknown;
+  }>`
     with m as (
-      select p.*, coalesce(sum(case when p.minute >= ${from}::timestamptz and p.minute + interval '1 minute' <= ${to}::timestamptz then p.n else 0 end)
+      select p.minute, p.block,
+             coalesce(sum(case when p.minute >= ${from}::timestamptz and p.minute + interval '1 minute' <= ${to}::timestamptz then p.n else 0 end)
                over (order by p.minute desc rows between unbounded preceding and 1 preceding), 0) as newer
       from sample_minutes p
       where p.asset = ${assetOf(mint)} and p.minute > ${from}::timestamptz - interval '1 minute' and p.minute <= ${to}::timestamptz
     ),
-    packed as (
-      select m.minute + u.off * interval '1 millisecond' as ts, u.seq, u.discount, u.discount_raw, u.state, u.market_usd, u.intrinsic_usd
-      from m cross join lateral unnest(m.offsets, m.seqs, m.states, m.discount, m.discount_raw, m.market_usd, m.intrinsic_usd)
-        as u (off, seq, state, discount, discount_raw, market_usd, intrinsic_usd)
-      where m.newer < ${q.limit}
-    )
-    select ts, discount::text as discount, discount_raw::text as discount_raw, peg_state_name(state) as state,
-           market_usd::text as market_usd, intrinsic_usd::text as intrinsic_usd
-    from (
+    hot as (
       select ts, seq, discount, discount_raw, state, market_usd, intrinsic_usd from sample_rows
       where asset = ${assetOf(mint)} and ts >= ${from}::timestamptz and ts <= ${to}::timestamptz
-      union all
-      select ts, seq, discount, discount_raw, state, market_usd, intrinsic_usd from packed
-      where ts >= ${from}::timestamptz and ts <= ${to}::timestamptz
-    ) x
-    order by ts desc, seq desc
-    limit ${q.limit}
+      order by ts desc, seq desc
+      limit ${q.limit}
+    )
+    select ts, seq, discount::text as discount, discount_raw::text as discount_raw, state, market_usd::text as market_usd,
+           intrinsic_usd::text as intrinsic_usd, null::bytea as block
+    from hot
+    union all
+    select minute, null, null, null, null, null, null, block from m where m.newer < ${q.limit}
   `.execute(db);
-  return rows.map((r) => ({
-    ts: toMs(r.ts, "samples.ts"),
-    discount: toDecimal(r.discount, "samples.discount"),
-    discount_raw: toDecimal(r.discount_raw, "samples.discount_raw"),
-    state: toEnum(r.state, PEG_STATES, "samples.state"),
-    market_usd: toDecimal(r.market_usd, "samples.market_usd"),
-    intrinsic_usd: toDecimal(r.intrinsic_usd, "samples.intrinsic_usd"),
-  }));
+  const out: (RawHistoryRow & { seq: number })[] = [];
+  for (const r of rows) {
+    const at = toMs(r.ts, "samples.ts");
+    if (r.block === null || r.block === undefined) {
+      out.push({
+        ts: at,
+        seq: toInt(r.seq, "samples.seq"),
+        discount: toDecimal(r.discount, "samples.discount"),
+        discount_raw: toDecimal(r.discount_raw, "samples.discount_raw"),
+        state: stateName(r.state),
+        market_usd: toDecimal(r.market_usd, "samples.market_usd"),
+        intrinsic_usd: toDecimal(r.intrinsic_usd, "samples.intrinsic_usd"),
+      });
+      continue;
+    }
+    for (const s of decodeBlock(blockBytes(r.block))) {
+      const ts = at + s.off;
+      if (ts < q.from || ts > q.to) continue;
+      out.push({
+        ts,
+        seq: s.seq,
+        discount: toDecimal(s.discount, "samples.discount"),
+        discount_raw: toDecimal(s.discount_raw, "samples.discount_raw"),
+        state: stateName(s.state),
+        market_usd: toDecimal(s.market_usd, "samples.market_usd"),
+        intrinsic_usd: toDecimal(s.intrinsic_usd, "samples.intrinsic_usd"),
+      });
+    }
+  }
+  out.sort((a, b) => b.ts - a.ts || b.seq - a.seq);
+  return out.slice(0, q.limit).map(({ seq: _seq, ...r }) => r);
 }
 
+/** A state code (`peg_state_code`: PEG_STATES order) as its name. */
+function stateName(code: unknown): PegState {
+  const i = typeof code === "number" ? code : NaN;
+  const name = PEG_STATES[i];
+  if (name === undefined) throw new StoreDataError("samples.state", code);
+  return name;
+}
+
+/** Minutes from both places a rollup can be (disjoint: see rollup-packing.ts): `rollup_minutes` and packed days. */
 async function minuteHistory(db: Executor, mint: string, q: HistoryQuery): Promise<MinuteHistoryRow[]> {
+  const from = tsParam(q.from);
+  const to = tsParam(q.to);
   const { rows } = await sql<{ minute: Date | string; avg: string; min: string; max: string; samples: number | string; state: string }>`
     select minute, coalesce(avg_discount, sum_discount / samples)::text as avg, min_discount::text as min,
            max_discount::text as max, samples, peg_state_name(last_state) as state
-    from rollup_minutes
-    where asset = ${assetOf(mint)} and minute >= ${tsParam(q.from)}::timestamptz and minute <= ${tsParam(q.to)}::timestamptz
+    from (
+      select minute, samples, last_state, sum_discount, min_discount, max_discount, avg_discount
+      from rollup_minutes
+      where asset = ${assetOf(mint)} and minute >= ${from}::timestamptz and minute <= ${to}::timestamptz
+      union all
+      select d.day + u.m * interval '1 minute', u.k, u.lstate, u.s, u.lo, u.hi, u.av
+      from rollup_days d cross join lateral unnest(d.minutes, d.samples, d.last_state, d.sum_discount, d.min_discount,
+        d.max_discount, d.avg_discount) as u (m, k, lstate, s, lo, hi, av)
+      where d.asset = ${assetOf(mint)} and d.day > ${from}::timestamptz - interval '1 day' and d.day <= ${to}::timestamptz
+    ) r
+    where minute >= ${from}::timestamptz and minute <= ${to}::timestamptz
     order by minute desc
     limit ${q.limit}
   `.execute(db);
@@ -287,12 +383,35 @@ async function minuteHistory(db: Executor, mint: string, q: HistoryQuery): Promi
   }));
 }
 
+/**
+ * The 1-minute rollups with a minute in [from, to] (timestamptz parameters), from both places a minute can be, with the
+ * `rollups_1m` view's columns that readers aggregate (mint, minute, avg_discount, min_discount, max_discount, samples).
+ * A packed day is unnested only when it overlaps the window: the view cannot know the window, and unnests every day.
+ */
+export function rollupsBetween(from: string, to: string): RawBuilder<unknown> {
+  return sql`(
+    select a.mint, r.minute, coalesce(r.avg_discount, r.sum_discount / r.samples) as avg_discount, r.min_discount,
+           r.max_discount, r.samples
+    from (
+      select asset, minute, samples, sum_discount, min_discount, max_discount, avg_discount
+      from rollup_minutes
+      where minute >= ${from}::timestamptz and minute <= ${to}::timestamptz
+      union all
+      select d.asset, d.day + u.m * interval '1 minute', u.k, u.s, u.lo, u.hi, u.av
+      from rollup_days d cross join lateral unnest(d.minutes, d.samples, d.sum_discount, d.min_discount, d.max_discount,
+        d.avg_discount) as u (m, k, s, lo, hi, av)
+      where d.day > ${from}::timestamptz - interval '1 day' and d.day <= ${to}::timestamptz
+    ) r join assets a on a.sample_id = r.asset
+    where r.minute >= ${from}::timestamptz and r.minute <= ${to}::timestamptz
+  )`;
+}
+
 /** SQL for the newest raw sample's instant (of one asset, or of all): null when there is none. */
 export function newestSampleSql(mint?: string): RawBuilder<Date | string | null> {
   const asset = mint === undefined ? sql`true` : sql`asset = ${assetOf(mint)}`;
   return sql`greatest(
       (select max(ts) from sample_rows where ${asset}),
-      (select max(p.minute + p.offsets[p.n] * interval '1 millisecond') from sample_minutes p
+      (select max(p.minute + (get_byte(p.block, 1) * 256 + get_byte(p.block, 2)) * interval '1 millisecond') from sample_minutes p
        where ${asset} and p.minute = (select max(minute) from sample_minutes where ${asset})))`;
 }
 

@@ -10,8 +10,9 @@ import {
   startRetention,
   type SampleRow,
 } from "../../src/store/index.ts";
+import { calibrationFigures, windows24h } from "../../src/store/readmodel.ts";
 import type { ContractContext } from "./contract.ts";
-import { DAY, MIN, USDC, USDT, sample } from "./fixtures.ts";
+import { DAY, MIN, USDC, USDT, catalog, sample } from "./fixtures.ts";
 
 export function sampleContract(ctx: ContractContext): void {
   /** A whole minute comfortably inside raw retention of the suite clock. */
@@ -169,6 +170,78 @@ export function sampleContract(ctx: ContractContext): void {
       );
     }, 120_000);
 
+    test("packing closed days of rollups changes no answer; late samples of a packed day add up as a recompute", async () => {
+      await ctx.store.upsertAssets([USDC, USDT]);
+      const today = Math.floor(ctx.clock.now() / DAY) * DAY;
+      const y = today - DAY;
+      const states = ["PEGGED", "DRIFT", "DEPEG", "UNKNOWN"] as const;
+      // Yesterday (to be packed) and today (open): ties within a millisecond, long and short decimals, two assets.
+      const rows: SampleRow[] = [];
+      for (let i = 0; i < 90; i++) {
+        const at = (i < 60 ? y + (i % 6) * 7 * MIN : today) + Math.floor(i / 6) * 3_000;
+        rows.push(sample(i % 3 === 0 ? USDT.mint : USDC.mint, at, `${i % 4 === 0 ? "-" : ""}0.00${i}${"7".repeat(i % 31)}`, { seq: i % 2, state: states[i % 4]! }));
+      }
+      // Yesterday's rows arrive in two batches, so its minutes are upserted more than once before packing.
+      await insertSamples(ctx.store.db, rows.filter((_, i) => i % 2 === 0));
+      await insertSamples(ctx.store.db, rows.filter((_, i) => i % 2 === 1));
+      const view = async () =>
+        (
+          await sql<Record<string, unknown>>`
+            select mint, minute, avg_discount::text as avg, min_discount::text as min, max_discount::text as max, samples, last_state,
+                   last_ts, sum_discount::text as sum, last_seq from rollups_1m order by mint, minute`.execute(ctx.store.db)
+        ).rows;
+      const answers = async () => ({
+        view: await view(),
+        usdc: await rollups(USDC.mint),
+        usdt: await rollups(USDT.mint),
+        // Windows that start and end inside the packed day, across the day boundary, and a limit inside the day.
+        inside: await history(ctx.store.db, USDC.mint, { bucket: "1m", from: y + 7 * MIN, to: y + 21 * MIN, limit: 100 }),
+        across: await history(ctx.store.db, USDT.mint, { bucket: "1m", from: y + 30 * MIN, to: today + MIN, limit: 100 }),
+        limited: await history(ctx.store.db, USDC.mint, { bucket: "1m", from: 0, to: 2 ** 42, limit: 3 }),
+        // The read models that aggregate rollups over windows (the overview's 24 h, calibration's 7 days).
+        day: [...(await windows24h(ctx.store.db, today + 20 * MIN)).entries()],
+        calibration: await calibrationFigures(ctx.store.db, today + 20 * MIN),
+      });
+      const before = await answers();
+      expect(before.usdc.length).toBe(5);
+      expect(before.day.length).toBe(2);
+      expect(before.calibration.find((c) => c.mint === USDC.mint)).toMatchObject({ days_covered: 2 });
+
+      const pass = await ctx.store.applyRetention(today + 20 * MIN);
+      expect(pass.packedRollupDays).toBe(1);
+      const packed = await sql<{ n: number | string }>`select count(*) as n from rollup_days where n > 1`.execute(ctx.store.db);
+      expect(Number(packed.rows[0]!.n)).toBe(2);
+      expect(await answers()).toEqual(before);
+
+      // Late samples of the packed day: into a minute it holds (a later last state), into a minute it does not hold
+      // (inserted in minute order), for an asset it does not hold yet, and a re-delivery (no change).
+      await ctx.store.upsertAssets([USDC, USDT, catalog.bySymbol("PYUSD")!]);
+      const late = [
+        sample(USDC.mint, y + 7 * MIN + 59_000, "0.123456789012345678901234567890123", { seq: 5, state: "CRITICAL" }),
+        sample(USDC.mint, y + 3 * MIN + 1, "-0.5"),
+        sample(USDT.mint, y + 23 * 60 * MIN + 5, "0.25"),
+        sample(catalog.bySymbol("PYUSD")!.mint, y + 10 * MIN, "0.01"),
+        rows[1]!,
+      ];
+      expect(await insertSamples(ctx.store.db, late)).toMatchObject({ inserted: 4, minutes: 4 });
+      const recompute = async () =>
+        (
+          await sql<Record<string, unknown>>`
+            select mint, date_bin('1 minute', ts, timestamptz '1970-01-01T00:00:00Z') as minute, avg(discount)::text as avg,
+                   min(discount)::text as min, max(discount)::text as max, count(*)::integer as samples,
+                   (array_agg(state order by ts desc, seq desc))[1] as last_state, max(ts) as last_ts, sum(discount)::text as sum,
+                   (array_agg(seq order by ts desc, seq desc))[1] as last_seq
+            from samples group by 1, 2 order by 1, 2`.execute(ctx.store.db)
+        ).rows;
+      const want = await recompute();
+      expect(await view()).toEqual(want);
+      // Packing again (the day's partition the late inserts recreated, empty) changes nothing.
+      await ctx.store.applyRetention(today + 30 * MIN);
+      expect(await view()).toEqual(want);
+      const minute = (await rollups(USDC.mint)).find((r) => r.ts === y + 7 * MIN)!;
+      expect(minute.state).toBe("CRITICAL");
+    });
+
     test("history: shapes, newest first, limit and inclusive from/to", async () => {
       await ctx.store.upsertAssets([USDC]);
       const m = minute() - 5 * MIN;
@@ -225,7 +298,7 @@ export function sampleContract(ctx: ContractContext): void {
       expect((await raw()).map((r) => r.ts)).toEqual([rawCut, rawCut - 1]);
       // Rollups outlive their raw rows.
       expect((await rollups()).map((r) => r.ts)).toEqual([rawCut, rawCut - MIN, dayOf(rawCut) - MIN, rollCut - MIN]);
-      expect(await ctx.store.applyRetention(now)).toEqual({ packedMinutes: 0, packedSamples: 0, rawDays: 0, rollupDays: 0, bytesFreed: 0 });
+      expect(await ctx.store.applyRetention(now)).toEqual({ packedMinutes: 0, packedSamples: 0, packedRollupDays: 0, rawDays: 0, rollupDays: 0, bytesFreed: 0 });
     });
 
     test("startRetention runs on the injected clock until stopped", async () => {

@@ -31,7 +31,8 @@ export interface ContractOptions {
 }
 
 async function truncateAll(store: Store): Promise<void> {
-  await sql`truncate receipts, alerts, rollup_minutes, sample_rows, sample_minutes, asset_snapshots, assets`.execute(store.db);
+  await sql`truncate receipts, alerts, rollup_minutes, rollup_days, sample_rows, sample_minutes, asset_snapshots, assets`.execute(store.db);
+  await sql`update sample_pack_state set packed_until = 'epoch', rollups_packed_until = 'epoch'`.execute(store.db);
 }
 
 export function describeStoreContract(name: string, open: OpenStore, options: ContractOptions): void {

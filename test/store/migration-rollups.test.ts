@@ -17,7 +17,7 @@ const db = new Kysely<any>({ dialect: new PGliteDialect(new PGlite()) });
 afterAll(() => db.destroy());
 
 describe("migration 0006", () => {
-  it("backfills exact sums and last seqs from the raw rows, so incremental rollups carry on from them", async () => {
+  it("backfills exact sums and last seqs from the raw rows, so incremental rollups carry on from them", { timeout: 120_000 }, async () => {
     const { error } = await new Migrator({ db, provider: migrationProvider }).migrateTo("2026_11_21_0005_anchoring");
     expect(error).toBeUndefined();
     await sql`insert into assets (mint, symbol, class, active, entry, updated_at) values (${USDC.mint}, 'USDC', 'fiat', true, '{}', now())`.execute(db);

@@ -34,7 +34,7 @@ describeWithPostgres("postgres", (url) => {
 
 describe("startRetention", () => {
   const tick = () => new Promise((r) => setTimeout(r, 0));
-  const none: RetentionResult = { packedMinutes: 0, packedSamples: 0, rawDays: 0, rollupDays: 0, bytesFreed: 0 };
+  const none: RetentionResult = { packedMinutes: 0, packedSamples: 0, packedRollupDays: 0, rawDays: 0, rollupDays: 0, bytesFreed: 0 };
 
   test("passes at start and every interval after the previous one; a failure does not stop the schedule", async () => {
     const clock = new SimulatedClock(1_000);
