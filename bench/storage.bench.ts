@@ -168,7 +168,7 @@ try {
   child!.kill("SIGUSR2");
   // Drain: nothing pending on the projector's durable twice in a row.
   for (let quiet = 0; quiet < 2; await sleep(1000)) {
-    const c = await jsm.consumers.info("PEG_SAMPLES", "projector-samples");
+    const c = await jsm.consumers.info("PEG_SAMPLES", "projector-sample-batches");
     quiet = c.num_pending + c.num_ack_pending === 0 && closedAt > 0 ? quiet + 1 : 0;
   }
   const stream = (await jsm.streams.info("PEG_SAMPLES")).state;
