@@ -13,9 +13,8 @@
  */
 import { sql } from "kysely";
 import type { EpochMs } from "../methodology/index.ts";
-import { atomically } from "./normalise.ts";
-import { ROLLUP_DAYS, ROLLUPS, ensurePartitions, errorCode, listPartitions, type Partition } from "./partitions.ts";
-import { PACK_LOCK } from "./sample-packing.ts";
+import { ROLLUP_DAYS, ROLLUPS, ensurePartitions, listPartitions, type Partition } from "./partitions.ts";
+import { PACK_LOCK, packEach } from "./sample-packing.ts";
 import type { Executor } from "./schema.ts";
 
 /** A day's rollups are packed once the day ended this long ago (a later minute of it is merged, still exact). */
@@ -34,21 +33,7 @@ export interface RollupPackResult {
  */
 export async function packClosedDays(db: Executor, now: EpochMs, keepFrom: EpochMs, graceMs: number = ROLLUP_PACK_GRACE_MS): Promise<RollupPackResult> {
   const due = (await listPartitions(db, ROLLUPS)).filter((p) => p.end <= now - graceMs && p.end > keepFrom);
-  let days = 0;
-  let minutes = 0;
-  for (const p of due) {
-    let n: number | null;
-    try {
-      n = await atomically(db, (trx) => packDay(trx, p));
-    } catch (e) {
-      // Chosen as the victim of a deadlock with a late insert: nothing was moved; the next pass packs.
-      if (errorCode(e) === "40P01") break;
-      throw e;
-    }
-    if (n === null) break;
-    if (n > 0) days++;
-    minutes += n;
-  }
+  const { partitions: days, items: minutes } = await packEach(db, due, packDay);
   return { days, minutes };
 }
 

@@ -36,22 +36,31 @@ export interface PackResult {
 /** Packs every hot partition whose minute ended at least `graceMs` before `now`, oldest first. */
 export async function packClosedMinutes(db: Executor, now: EpochMs, graceMs: number = PACK_GRACE_MS): Promise<PackResult> {
   const due = (await listPartitions(db, HOT_ROWS)).filter((p) => p.end <= now - graceMs);
-  let minutes = 0;
-  let samples = 0;
+  const { partitions: minutes, items: samples } = await packEach(db, due, packMinute);
+  return { minutes, samples };
+}
+
+/**
+ * Packs `due` partitions one transaction each, oldest first, until one finds another process packing (`pack` gives
+ * null) or loses a deadlock to a late insert (nothing was moved: the next pass packs). Counts the partitions that held
+ * something and what they held.
+ */
+export async function packEach(db: Executor, due: readonly Partition[], pack: (trx: Executor, p: Partition) => Promise<number | null>): Promise<{ partitions: number; items: number }> {
+  let partitions = 0;
+  let items = 0;
   for (const p of due) {
     let n: number | null;
     try {
-      n = await atomically(db, (trx) => packMinute(trx, p));
+      n = await atomically(db, (trx) => pack(trx, p));
     } catch (e) {
-      // Chosen as the victim of a deadlock with a late insert (see samples.ts): nothing was moved; the next pass packs.
       if (errorCode(e) === "40P01") break;
       throw e;
     }
     if (n === null) break;
-    if (n > 0) minutes++;
-    samples += n;
+    if (n > 0) partitions++;
+    items += n;
   }
-  return { minutes, samples };
+  return { partitions, items };
 }
 
 interface HotRow {
