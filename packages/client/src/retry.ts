@@ -75,48 +75,6 @@ export interface Transport {
 }
 
 /**
- * A signal that aborts with the caller's reason when `signal` does, or with a `TimeoutError` after `ms`. Not
- * `AbortSignal.any([signal, AbortSignal.timeout(ms)])`: Node may collect a timeout signal held only by the composite
- * before it fires (nodejs/node#57736). Here the timer holds the controller.
- */
-function timeoutSignal(signal: AbortSignal, ms: number): AbortSignal {
-  const controller = new AbortController();
-  const follow = () => controller.abort(signal.reason);
-  if (signal.aborted) follow();
-  else signal.addEventListener("abort", follow, { once: true });
-  const timer = setTimeout(() => {
-    signal.removeEventListener("abort", follow);
-    controller.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError"));
-  }, ms);
-  // The timer must not keep a Node process alive after the answer (it still bounds reading the body).
-  (timer as { unref?: () => void }).unref?.();
-  return controller.signal;
-}
-
-/**
- * `answer`, or the signal's reason as soon as it aborts. A Request follows the signal it was given through a weak
- * link that a garbage collection can cut (nodejs/undici#3644): the fetch then never hears of the abort and would never
- * settle, so the caller does not wait on it alone.
- */
-function untilAborted<T>(answer: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    answer.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
-}
-
-/**
  * Sends `request`, retrying it under `policy` (null: once, as it is). Resolves with the last answer, retried or not
  * (the caller turns an error status into an `ApiError`), or rejects with the last network error, or with the
  * caller's abort reason as soon as its signal aborts.
@@ -128,13 +86,12 @@ export async function fetchWithRetry(request: Request, policy: RetryPolicy | nul
     const last = attempt >= retries;
     // A body can be read once: every attempt but the last sends a copy.
     const copy = last ? request : request.clone();
-    const limit = t.timeoutMs > 0 ? timeoutSignal(signal, t.timeoutMs) : null;
-    const sent = limit === null ? copy : new Request(copy, { signal: limit });
+    const sent = t.timeoutMs > 0 ? new Request(copy, { signal: AbortSignal.any([signal, AbortSignal.timeout(t.timeoutMs)]) }) : copy;
     let info: RetryInfo;
     const backoff = policy === null ? 0 : backoffDelay(attempt, { initialMs: policy.baseMs, maxMs: policy.maxMs }, t.random);
     const base = { method: request.method, url: request.url, attempt: attempt + 1 };
     try {
-      const response = await (limit === null ? t.fetch(sent) : untilAborted(t.fetch(sent), limit));
+      const response = await t.fetch(sent);
       if (last || policy === null || !RETRY_STATUSES.has(response.status)) return response;
       const status = response.status as RetryStatus;
       const secs = status === 429 || status === 503 ? parseRetryAfter(response.headers.get("retry-after"), t.now()) : null;
