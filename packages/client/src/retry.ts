@@ -74,6 +74,20 @@ export interface Transport {
   readonly random: () => number;
 }
 
+/** What a fetch in flight needs alive until it settles (see `held`). */
+const inFlight = new Set<readonly unknown[]>();
+
+/**
+ * `answer`, with `parts` (the timeout signal, the combined signal, the request) kept reachable until it settles.
+ * Node holds a timeout signal, a combined signal's sources and a Request's link to its signal only weakly
+ * (nodejs/node#57736, nodejs/undici#3644): when nothing else holds them, as with a fetch that waits on the request's
+ * signal alone, a garbage collection can take them before the timeout fires, and the request waits for ever.
+ */
+function held<T>(parts: readonly unknown[], answer: Promise<T>): Promise<T> {
+  inFlight.add(parts);
+  return answer.finally(() => inFlight.delete(parts));
+}
+
 /**
  * Sends `request`, retrying it under `policy` (null: once, as it is). Resolves with the last answer, retried or not
  * (the caller turns an error status into an `ApiError`), or rejects with the last network error, or with the
@@ -86,12 +100,14 @@ export async function fetchWithRetry(request: Request, policy: RetryPolicy | nul
     const last = attempt >= retries;
     // A body can be read once: every attempt but the last sends a copy.
     const copy = last ? request : request.clone();
-    const sent = t.timeoutMs > 0 ? new Request(copy, { signal: AbortSignal.any([signal, AbortSignal.timeout(t.timeoutMs)]) }) : copy;
+    const timeout = t.timeoutMs > 0 ? AbortSignal.timeout(t.timeoutMs) : null;
+    const combined = timeout === null ? null : AbortSignal.any([signal, timeout]);
+    const sent = combined === null ? copy : new Request(copy, { signal: combined });
     let info: RetryInfo;
     const backoff = policy === null ? 0 : backoffDelay(attempt, { initialMs: policy.baseMs, maxMs: policy.maxMs }, t.random);
     const base = { method: request.method, url: request.url, attempt: attempt + 1 };
     try {
-      const response = await t.fetch(sent);
+      const response = await held([timeout, combined, sent], t.fetch(sent));
       if (last || policy === null || !RETRY_STATUSES.has(response.status)) return response;
       const status = response.status as RetryStatus;
       const secs = status === 429 || status === 503 ? parseRetryAfter(response.headers.get("retry-after"), t.now()) : null;
