@@ -181,15 +181,19 @@ async function scrape() {
 }
 
 /** Samples in the messages of PEG_SAMPLES read so far, and the last sequence read (each message is read once). */
-const streamSamples = { count: 0, through: 0 };
+const streamSamples = { count: 0, through: 0, reading: Promise.resolve() };
 
 async function streamPoll() {
   const [s, c] = await Promise.all([jsm!.streams.info(SAMPLES_STREAM), jsm!.consumers.info(SAMPLES_STREAM, SAMPLES_DURABLE)]);
-  for (let seq = Math.max(streamSamples.through + 1, s.state.first_seq); seq <= s.state.last_seq; seq++) {
-    const m = await jsm!.streams.getMessage(SAMPLES_STREAM, { seq }).catch(() => null);
-    if (m !== null) streamSamples.count += isSampleBatch(m.data) ? decodeSampleBatch(m.data).length : 1;
-  }
-  streamSamples.through = Math.max(streamSamples.through, s.state.last_seq);
+  // One reader at a time: the drain's poll and the interval's overlap, and both reading a batch counted it twice.
+  streamSamples.reading = streamSamples.reading.then(async () => {
+    for (let seq = Math.max(streamSamples.through + 1, s.state.first_seq); seq <= s.state.last_seq; seq++) {
+      const m = await jsm!.streams.getMessage(SAMPLES_STREAM, { seq }).catch(() => null);
+      if (m !== null) streamSamples.count += isSampleBatch(m.data) ? decodeSampleBatch(m.data).length : 1;
+      streamSamples.through = seq;
+    }
+  });
+  await streamSamples.reading;
   return { t: Date.now(), messages: s.state.messages, samples: streamSamples.count, lastSeq: s.state.last_seq, pending: c.num_pending, ackPending: c.num_ack_pending, ackFloor: c.ack_floor.stream_seq };
 }
 
