@@ -90,6 +90,15 @@ describe("parseConfig per variable", () => {
     }
   });
 
+  it("INTAKE: shared by default with lease partitions, local without; shared needs partitions", () => {
+    expect(parseConfig({}).intake).toBe("local");
+    expect(parseConfig({ LEASE_PARTITIONS: "64" }).intake).toBe("shared");
+    expect(parseConfig({ LEASE_PARTITIONS: "64", INTAKE: "local" }).intake).toBe("local");
+    expect(parseConfig({ LEASE_PARTITIONS: "8", INTAKE: " shared " }).intake).toBe("shared");
+    expect(issueNames({ INTAKE: "shared" })).toEqual(["INTAKE"]);
+    expect(issueNames({ LEASE_PARTITIONS: "8", INTAKE: "both" })).toEqual(["INTAKE"]);
+  });
+
   it("HOST: IP address or host name", () => {
     for (const ok of ["127.0.0.1", "::", "::1", "localhost", "api.example.com"]) {
       expect(parseConfig({ HOST: ok }).host).toBe(ok);

@@ -25,6 +25,7 @@ import { latestStoredReceipt, openFoundations, type Foundations } from "./servic
 import { startHttp } from "./service/http.ts";
 import { openIntake } from "./service/intake.ts";
 import { spawnProjectorThread, startProjectors } from "./service/projectors.ts";
+import { sharedIntake } from "./service/shared-intake.ts";
 import { requestsAnswered, runShutdown, UndoStack } from "./service/undo.ts";
 
 /** A running service: its parts (for tests and stats) and the ordered shutdown. */
@@ -98,7 +99,9 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     const throttle = new IntakeThrottle({ log });
     const actors = actorHosts(config, catalog, log, undo);
     const early = config.feed.kind === "scenario" && config.role !== "api" ? null : await feedFor(config, catalog, baseClock, log, throttle, new Map());
-    const earlyHost = early === null ? null : await actors.create(early.clock);
+    // ROLE=engine, INTAKE=shared: the actors run on the intake's watermark (./service/shared-intake.ts), made below.
+    const sharedMode = config.role === "engine" && config.intake === "shared";
+    const earlyHost = early === null || sharedMode ? null : await actors.create(early.clock);
     const { store, assetsUpserted, keyRing } = await foundations.store();
     const nats = await foundations.nats;
     // ROLE=engine: assets are leased in PEG_LEASES (src/streams/jetstream/leases.ts), recovered one by one on acquisition.
@@ -112,7 +115,8 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     const positions = openPositions(config, catalog, baseClock, log, undo);
     // 4. The API reads the feed's clock: a scenario's depends on the recovery, so it is chosen before the API starts.
     const feed = early ?? (await resumedFeed(config, catalog, baseClock, log, throttle, await recoveryReading, leaseStore));
-    const host = earlyHost ?? (await actors.create(feed.clock));
+    const shared = sharedMode ? sharedIntake({ config, catalog, feed, nats, leaseStore: leaseStore!, baseClock, throttle, log, undo }) : null;
+    const host = earlyHost ?? (await actors.create(shared?.clock ?? feed.clock));
     const progress = new EngineProgress(config.role !== "api");
     // 5. HTTP, with the agent tools and their payments.
     const testOnly = io.webhookTestOnly;
@@ -125,7 +129,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     await requestsAnswered();
     // 7. The engine: its link, the recovered actors, ROLE=engine its partition; then the projectors.
     const recoveryRead = await recoveryReading;
-    const engineParts = { config, catalog, host, nats, recoveryRead, fromStore, leaseStore, feed, clock: baseClock, store, alerts, progress, api, log, undo };
+    const engineParts = { config, catalog, host, nats, recoveryRead, fromStore, leaseStore, feed, shared, clock: baseClock, store, alerts, progress, api, log, undo };
     const engine = await startEngine({ ...engineParts, transition: io.transition });
     const { link, partition } = engine;
     const projectors = startProjectors({ config, catalog, nats, store, projectingStore: engine.projectingStore, assetsUpserted, thread, throttle, link, partition, log, undo });
@@ -134,11 +138,12 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     progress.starting = "starting webhook delivery";
     const { worker, stop: stopDelivery } = await delivery.running();
     if (partition !== null) {
+      await shared?.start(partition);
       await partition.leases.start();
       log("info", "engine leases", { engine: partition.self, held: partition.heldAssets(), assets: catalog.active.length, leases: partition.leases.held.size });
     }
     // 9. Intake.
-    const stopIntake = openIntake({ config, feed, host, partition, api, projectors, onFeedEnd: io.onFeedEnd, log });
+    const stopIntake = openIntake({ config, feed, host, partition, shared, api, projectors, onFeedEnd: io.onFeedEnd, log });
     undo.push(stopIntake);
     progress.intakeOpen = true;
     // 10. /readyz waits for the projectors too; then retention, anchoring and the advisory positions.

@@ -49,6 +49,12 @@ export class IntakeThrottle {
     this.#pressure = pressure;
   }
 
+  /** Adds a pressure to what `admit()` asks (ROLE=engine with a shared intake: its publishes to PEG_INTAKE). */
+  alsoWatch(extra: Pressure): void {
+    const first = this.#pressure;
+    this.#pressure = () => first() ?? extra();
+  }
+
   /** Ticks skipped since start. */
   get skipped(): number {
     return this.#skipped;

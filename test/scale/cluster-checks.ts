@@ -8,7 +8,9 @@ import { Kvm, type KvWatchEntry } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { expect } from "vitest";
 import WebSocket from "ws";
-import type { Receipt } from "../../src/methodology/index.ts";
+import type { Receipt, Sample } from "../../src/methodology/index.ts";
+import { decodeIntakeBatch } from "../../src/streams/jetstream/intake-batch.ts";
+import { subjects, TOPOLOGY } from "../../src/streams/jetstream/topology.ts";
 import { LEASE_BUCKET, type LeaseValue } from "../../src/streams/jetstream/leases.ts";
 
 export type Msg = Record<string, unknown> & { type: string };
@@ -44,6 +46,25 @@ export async function ackedHistory(jsm: JetStreamManager): Promise<{ receipts: R
     if (m !== null) receipts.push(m.json<Receipt>());
   }
   return { receipts, firstSeq: info.state.first_seq };
+}
+
+/**
+ * The samples of `scenario` that no message of `PEG_INTAKE` holds (the shared intake's stream), from the first one the
+ * intake published on (a scenario intake starts at its shared timeline's now). Read message by message.
+ */
+export async function missingIntakeSamples(jsm: JetStreamManager, scenario: readonly Sample[]): Promise<string[]> {
+  const info = await jsm.streams.info(TOPOLOGY.intake.stream);
+  const seen = new Set<string>();
+  let first = Infinity;
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+    const m = await jsm.streams.getMessage(TOPOLOGY.intake.stream, { seq }).catch(() => null);
+    if (m === null || m.subject === subjects.intakeTick || m.subject === subjects.intakeSupply) continue;
+    for (const { sample } of decodeIntakeBatch(m.data).samples) {
+      seen.add(`${sample.asset}@${sample.ts}`);
+      first = Math.min(first, sample.ts);
+    }
+  }
+  return scenario.filter((x) => x.ts >= first && !seen.has(`${x.asset}@${x.ts}`)).map((x) => `${x.asset}@${new Date(x.ts).toISOString()}`);
 }
 
 /**

@@ -33,7 +33,7 @@ import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { freePort, sleep, waitFor } from "../support/ports.ts";
 import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 import { spawnServe, type ServeProcess } from "../support/serve.ts";
-import { ackedHistory, Client, earlyHandovers, expectReplayed, FailoverClient, watchLeases } from "./cluster-checks.ts";
+import { ackedHistory, Client, earlyHandovers, expectReplayed, FailoverClient, missingIntakeSamples, watchLeases } from "./cluster-checks.ts";
 import { roleEnv } from "./deploy-env.ts";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
 
@@ -130,10 +130,15 @@ describe("network partition of an engine", () => {
     const nc = await connect({ servers: nats.url });
     const watch = await watchLeases(nc, "partition.>");
 
-    const engine1 = spawnServe(env("engine"), { name: "engine-1" });
+    // Engine-2 (the one to be cut off) starts first and becomes the cluster's intake (INTAKE=shared, the default with
+    // partitions), so the cut also hands the intake over.
     const engine2 = spawnServe(env("engine", undefined, `nats://127.0.0.1:${proxy.port}`), { name: "engine-2" });
-    procs.push(engine1, engine2);
-    await Promise.all([engine1.started(), engine2.started()]);
+    procs.push(engine2);
+    await engine2.started();
+    await waitFor(() => engine2.lines().some((l) => l["msg"] === "this engine is the intake"), 20_000, "engine-2 to be the intake");
+    const engine1 = spawnServe(env("engine"), { name: "engine-1" });
+    procs.push(engine1);
+    await engine1.started();
     const engineId = (p: ServeProcess) => String(p.lines().find((l) => l["msg"] === "serving")?.["engine"]);
     const ids = [engineId(engine1), engineId(engine2)] as const;
 
@@ -179,6 +184,9 @@ describe("network partition of an engine", () => {
       expect(takenAt.get(`partition.${u}`), `partition ${u} taken by engine-1`).toBeDefined();
       expect(fencedAt.get(u)!, `partition ${u}: engine-2 stopped before engine-1 took it`).toBeLessThan(takenAt.get(`partition.${u}`)!);
     }
+    // The intake moved too: engine-2 stopped publishing (fenced) and engine-1 continued after its watermark.
+    await waitFor(() => engine1.lines().some((l) => l["msg"] === "this engine is the intake" && at(l) >= cutAt), 20_000, "engine-1 to be the intake");
+    expect(engine2.lines().some((l) => l["msg"] === "this engine is no longer the intake" && at(l) >= cutAt)).toBe(true);
     const restoredAt = Math.max(...engine1.lines().filter((l) => l["msg"] === "acquired asset" && at(l) >= cutAt && cutOffMints.includes(String(l["mint"]))).map(at));
 
     // 2. Heal after a few more seconds: engine-2 comes back and the partitions are shared again.
@@ -227,6 +235,8 @@ describe("network partition of an engine", () => {
     for (const c of failovers) expect(c.transitions.map((m) => m["alert_id"]), `${c.name}: every transition once, in order, across the failover`).toEqual(receipts.map((r) => r.alert_id));
     expect(earlyHandovers(watch.history)).toEqual([]);
     watch.stop();
+    // Through both intakes, every sample of the scenario reached PEG_INTAKE (published twice at the handover at most).
+    expect(await missingIntakeSamples(jsm, scenario.samples)).toEqual([]);
 
     const measured = {
       partitions: units.units.length,

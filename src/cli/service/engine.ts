@@ -26,6 +26,7 @@ import type { statelyInspector } from "../inspect.ts";
 import type { Feed } from "./feed.ts";
 import type { latestStoredReceipt } from "./foundations.ts";
 import type { NatsLink } from "./nats.ts";
+import type { SharedIntake } from "./shared-intake.ts";
 import { requestsAnswered, type UndoStack } from "./undo.ts";
 
 type Inspector = ReturnType<typeof statelyInspector>;
@@ -114,6 +115,8 @@ export interface EngineParts {
   /** ROLE=engine: the lease bucket. */
   readonly leaseStore: Awaited<ReturnType<typeof natsLeaseStore>> | null;
   readonly feed: Feed;
+  /** ROLE=engine with INTAKE=shared: the engine's clock and the consumer of PEG_INTAKE. */
+  readonly shared: SharedIntake | null;
   /** Wall clock (leases). */
   readonly clock: Clock;
   readonly store: Store;
@@ -184,13 +187,14 @@ export async function startEngine(p: EngineParts): Promise<Engine> {
       topology: nats.topology,
       assets: catalog.active,
       clock: p.clock,
-      engineClock: p.feed.clock,
+      engineClock: p.shared?.clock ?? p.feed.clock,
       log,
       fromStore: p.fromStore,
       partitions: config.leasePartitions,
-      // A live feed cannot be replayed: the partition keeps what it received instead (and so does a scenario run
-      // with SCENARIO_CATCHUP=received, which rehearses exactly that).
-      ...(p.feed.samplesOf !== undefined && config.scenarioCatchUp === "file" ? { samplesOf: p.feed.samplesOf } : {}),
+      // A shared intake's stream has what an acquired partition missed. Otherwise a live feed cannot be replayed: the
+      // partition keeps what it received instead (and so does a scenario run with SCENARIO_CATCHUP=received, which
+      // rehearses exactly that).
+      ...(p.shared !== null ? { intake: p.shared.consumer } : p.feed.samplesOf !== undefined && config.scenarioCatchUp === "file" ? { samplesOf: p.feed.samplesOf } : {}),
     });
     partition = started;
     undo.push(() => started.stop());

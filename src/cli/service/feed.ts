@@ -1,4 +1,4 @@
-import { filter, merge, NEVER, share, type Observable } from "rxjs";
+import { filter, merge, NEVER, share, tap, type Observable } from "rxjs";
 import type { Catalog } from "../../catalog/index.ts";
 import { ScaledClock, type Clock } from "../../clock.ts";
 import type { Config } from "../../config.ts";
@@ -28,6 +28,11 @@ export interface Feed {
   readonly supply?: Observable<SupplyLeg>;
   readonly start?: () => void;
   readonly samplesOf?: (symbol: string, after: number, until: number) => Sample[];
+  /**
+   * Several engines on one scenario with a shared intake: the scenario's samples after `after` (the intake's last
+   * published watermark; -Infinity: from now) on the shared timeline, and the watermark (the next sample not yet due).
+   */
+  readonly from?: (after: number) => { readonly samples: Observable<Sample>; watermark(): number };
 }
 
 /**
@@ -84,6 +89,7 @@ export async function feedFor(
           clock: scaled,
           feed: scenarioFeed(scenario.samples.filter((x) => x.ts > scaled.now()), scaled, config.scenarioSpeed),
           samplesOf: (symbol, after, until) => (bySymbol.get(symbol) ?? []).filter((x) => x.ts > after && x.ts <= until),
+          from: (after) => scenarioFrom(scenarioFeed, scenario.samples, Number.isFinite(after) ? after : scaled.now(), scaled, config.scenarioSpeed),
         };
       }
       const bySymbol = new Map<string, number>();
@@ -105,6 +111,22 @@ export async function feedFor(
       return { clock, feed: assembleSamples(legs, { assets: catalog.active, catalog, clock }), supply: legs.pipe(filter(isSupplyLeg)) };
     }
   }
+}
+
+/** A scenario's samples after `after` as a feed on `clock`, and its watermark: now, or the next sample not yet emitted. */
+function scenarioFrom(
+  feedOf: (samples: readonly Sample[], clock: Clock, speed: number) => Observable<Sample>,
+  all: readonly Sample[],
+  after: number,
+  clock: Clock,
+  speed: number,
+): { samples: Observable<Sample>; watermark(): number } {
+  const rest = all.filter((x) => x.ts > after);
+  let emitted = 0;
+  return {
+    samples: feedOf(rest, clock, speed).pipe(tap(() => emitted++)),
+    watermark: () => Math.min(clock.now(), rest[emitted]?.ts ?? Infinity),
+  };
 }
 
 /**

@@ -36,4 +36,8 @@ export {
   type LeaseValue,
   type LeaseView,
 } from "./leases.ts";
-export { sharedScenarioNow, startPartition, type Partition, type PartitionOptions } from "./partition.ts";
+export { sharedScenarioNow, startPartition, type Partition, type PartitionIntake, type PartitionOptions } from "./partition.ts";
+export { ensureIntakeStream } from "./topology.ts";
+export { IntakeConsumer, type IntakeConsumerOptions, type IntakeHold } from "./intake-consumer.ts";
+export { IntakeLeader, INTAKE_LEASE_KEY, type IntakeSource } from "./intake-leader.ts";
+export { IntakePublisher } from "./intake-publisher.ts";

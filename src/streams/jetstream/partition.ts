@@ -2,8 +2,9 @@ import { randomUUID } from "node:crypto";
 import type { KV } from "@nats-io/kv";
 import type { ActorHost, HostAsset, IngestResult } from "../../actors/index.ts";
 import type { Clock } from "../../clock.ts";
-import type { EpochMs, Sample } from "../../methodology/index.ts";
+import type { AssetState, EpochMs, Sample } from "../../methodology/index.ts";
 import type { EngineLink, LogFn } from "./engine-link.ts";
+import type { IntakeHold } from "./intake-consumer.ts";
 import { leaseUnits } from "./lease-partitions.ts";
 import { LeaseManager, type LeaseManagerOptions, type LeaseStore } from "./leases.ts";
 import { RecentSamples, type ReceivedSample } from "./recent-samples.ts";
@@ -48,6 +49,25 @@ export interface PartitionOptions {
   readonly partitions?: number;
   /** Engine id (default a random UUID: unique per process start). */
   readonly self?: string;
+  /**
+   * The shared intake (`INTAKE=shared`, intake-consumer.ts): an acquired partition's missed samples are read from
+   * PEG_INTAKE, and its live samples are held meanwhile. Requires `partitions` > 0.
+   */
+  readonly intake?: PartitionIntake;
+}
+
+/** What the partition needs of the shared intake's consumer (`IntakeConsumer`). */
+export interface PartitionIntake {
+  hold(unit: string): IntakeHold;
+  drop(unit: string): void;
+}
+
+/** An asset's state as read for its acquisition: `applied` is the instant of the last sample it reflects. */
+interface Read {
+  readonly asset: HostAsset;
+  readonly recovered: { readonly state: AssetState; readonly source: string } | undefined;
+  readonly applied: EpochMs;
+  readonly seq: number;
 }
 
 /** The assets of one engine process among several (docs/scaling.md). */
@@ -83,8 +103,9 @@ export function startPartition(o: PartitionOptions): Partition {
   const byMint = new Map(o.assets.map((a) => [a.mint, a]));
   /** Per symbol: samples at or before this instant were applied (replayable feeds only). */
   const fedUntil = new Map<string, EpochMs>();
-  /** Live feeds: what this engine received lately, every asset's (nobody can replay it). */
-  const received = o.samplesOf === undefined ? new RecentSamples({ windowMs: o.retainMs ?? 60_000, maxPerAsset: 1_000 }) : null;
+  if (o.intake !== undefined && (o.partitions ?? 0) === 0) throw new RangeError("a shared intake needs lease partitions");
+  /** Live feeds: what this engine received lately, every asset's (nobody can replay it; a shared intake's stream can). */
+  const received = o.samplesOf === undefined && o.intake === undefined ? new RecentSamples({ windowMs: o.retainMs ?? 60_000, maxPerAsset: 1_000 }) : null;
   for (const a of o.assets) o.host.release(a.mint);
   const store = o.store;
 
@@ -107,22 +128,23 @@ export function startPartition(o: PartitionOptions): Partition {
    * evaluated at, then re-arms its dwell timer from `now` (committing a deadline that passed after the last of them).
    * Returns how many were fed.
    */
-  const catchUp = (asset: HostAsset, after: EpochMs, now: EpochMs, restoredEarlier: boolean): number => {
+  const catchUp = (asset: HostAsset, after: EpochMs, now: EpochMs, restoredEarlier: boolean, samples: readonly ReceivedSample[]): number => {
     let last = after;
     let fed = 0;
-    for (const { sample, at } of missed(asset, after, now)) {
+    for (const { sample, at } of samples) {
+      if (o.intake !== undefined && sample.ts <= last) continue;
       o.host.ingest(sample, at);
       last = sample.ts;
       fed++;
     }
-    if (o.samplesOf !== undefined) fedUntil.set(asset.symbol, Math.max(last, now));
+    if (o.samplesOf !== undefined || o.intake !== undefined) fedUntil.set(asset.symbol, o.samplesOf !== undefined ? Math.max(last, now) : last);
     const state = o.host.engineState(asset.mint);
     if ((fed > 0 || restoredEarlier) && state !== undefined) o.host.restoreAsset(asset.mint, state, now);
     return fed;
   };
 
-  /** Restores an acquired asset (or, `fromStream`, one whose fencing token was rejected) and starts its actor. */
-  const acquired = async (mint: string, fromStream = false): Promise<void> => {
+  /** An asset's state as the recovery reads it (KV snapshot, a newer acknowledged transition, or the store). */
+  const readState = async (mint: string, fromStream: boolean): Promise<Read> => {
     const asset = byMint.get(mint);
     if (asset === undefined) throw new Error(`unknown asset ${mint}`);
     const read = await readRecovery([asset], o.topology, {
@@ -131,31 +153,69 @@ export function startPartition(o: PartitionOptions): Partition {
       preferTransition: fromStream,
     });
     const recovered = read.states.get(mint);
+    const at = recovered?.state.evaluatedAt ?? null;
+    // After a dwell-timer evaluation at D a sample stamped D is still due (the timer fires first).
+    const applied = at === null ? -Infinity : recovered!.state.lastTrigger === "dwell_timer" ? at - 1 : at;
+    return { asset, recovered, applied, seq: read.transitionSeqs.get(mint) ?? 0 };
+  };
+
+  /**
+   * Starts a restored asset's actor (unless the lease went meanwhile), fed what it missed: `samples` (the shared
+   * intake's history of its partition) or `missed` (the scenario, or what this engine received).
+   */
+  const startAsset = (r: Read, fromStream: boolean, samples?: readonly ReceivedSample[]): void => {
+    const { asset, recovered, applied } = r;
+    const mint = asset.mint;
     // Fenced or lost while the state was being read: the actor must not start.
     if (!holds(mint)) return;
     // Before the actor starts: its first transition is published expecting the last one read with its state.
-    o.link.fence(mint, read.transitionSeqs.get(mint) ?? 0);
+    o.link.fence(mint, r.seq);
     const what = fromStream ? "restored asset from the stream after a rejected transition" : "acquired asset";
     const now = o.engineClock.now();
+    const missedOf = (after: EpochMs): readonly ReceivedSample[] => samples?.filter((s) => s.sample.asset === asset.symbol && s.sample.ts > after) ?? missed(asset, after, now);
     if (recovered === undefined) {
       o.host.activateAsset(mint);
-      const caughtUp = catchUp(asset, -Infinity, now, false);
+      const caughtUp = catchUp(asset, -Infinity, now, false, missedOf(-Infinity));
       o.log("info", what, { asset: asset.symbol, mint, from: "cold", caught_up: caughtUp });
       return;
     }
     const { state } = recovered;
     const at = state.evaluatedAt;
-    // After a dwell-timer evaluation at D a sample stamped D is still due (the timer fires first).
-    const applied = at === null ? -Infinity : state.lastTrigger === "dwell_timer" ? at - 1 : at;
     let caughtUp = 0;
     if (at !== null && at <= now) {
       o.host.restoreAsset(mint, state, at);
-      caughtUp = catchUp(asset, applied, now, true);
+      caughtUp = catchUp(asset, applied, now, true, missedOf(applied));
     } else {
       o.host.restoreAsset(mint, state, now);
-      if (o.samplesOf !== undefined) fedUntil.set(asset.symbol, applied);
+      if (o.samplesOf !== undefined || o.intake !== undefined) fedUntil.set(asset.symbol, applied);
     }
     o.log("info", what, { asset: asset.symbol, mint, from: recovered.source, state_at: at === null ? null : new Date(at).toISOString(), caught_up: caughtUp });
+  };
+
+  /** Restores an acquired asset (or, `fromStream`, one whose fencing token was rejected) and starts its actor. */
+  const acquired = async (mint: string, fromStream = false): Promise<void> => {
+    startAsset(await readState(mint, fromStream), fromStream);
+  };
+
+  /**
+   * Shared intake: restores assets of one unit while the unit's live samples are held, reads the unit's history from
+   * PEG_INTAKE since the oldest restored state, and starts every actor with its missed samples (the history, then
+   * what arrived meanwhile), synchronously, so no live sample slips in between.
+   */
+  const acquiredFromIntake = async (intake: PartitionIntake, unit: string, mints: readonly string[], fromStream = false): Promise<void> => {
+    const hold = intake.hold(unit);
+    try {
+      const reads = await Promise.all(mints.map((mint) => restoring.run(() => readState(mint, fromStream))));
+      if (!leases.held.has(unit)) return hold.cancel();
+      const after = Math.min(...reads.map((r) => r.applied));
+      const history = await hold.history(after);
+      if (!leases.held.has(unit)) return hold.cancel();
+      const samples = [...history, ...hold.release()];
+      for (const r of reads) startAsset(r, fromStream, samples);
+    } catch (e) {
+      hold.cancel();
+      throw e;
+    }
   };
 
   // Restores at once, across every unit being acquired: each reads NATS twice, and thousands in flight (a failover of
@@ -177,9 +237,11 @@ export function startPartition(o: PartitionOptions): Partition {
     handlers: {
       // A partition's assets are restored together (a failover restores all of a dead engine's partitions at once).
       acquired: async (unit) => {
-        await Promise.all(units.assetsOf(unit).map((mint) => restoring.run(() => acquired(mint))));
+        if (o.intake !== undefined) await acquiredFromIntake(o.intake, unit, units.assetsOf(unit));
+        else await Promise.all(units.assetsOf(unit).map((mint) => restoring.run(() => acquired(mint))));
       },
       lost: (unit) => {
+        o.intake?.drop(unit);
         for (const mint of units.assetsOf(unit)) {
           if (o.host.runs(mint)) o.host.release(mint);
           o.link.revoke(mint);
@@ -188,6 +250,7 @@ export function startPartition(o: PartitionOptions): Partition {
       },
       // Every asset of the unit is stopped, its transitions acknowledged and its snapshot flushed before the lease goes.
       release: async (unit) => {
+        o.intake?.drop(unit);
         const mints = units.assetsOf(unit);
         for (const mint of mints) if (o.host.runs(mint)) o.host.release(mint);
         await Promise.all(mints.map((mint) => o.link.settle(mint)));
@@ -198,7 +261,9 @@ export function startPartition(o: PartitionOptions): Partition {
 
   // A rejected fencing token while the lease is still ours: the stream moved (the previous owner's late publish).
   o.link.onConflict(async (mint) => {
-    if (holds(mint)) await acquired(mint, true);
+    if (!holds(mint)) return;
+    if (o.intake !== undefined) await acquiredFromIntake(o.intake, units.unitOf(mint), [mint], true);
+    else await acquired(mint, true);
   });
 
   return {
@@ -218,6 +283,8 @@ export function startPartition(o: PartitionOptions): Partition {
       if (!o.host.runs(asset.mint)) return { status: "released" };
       const until = fedUntil.get(sample.asset);
       if (until !== undefined && sample.ts <= until) return { status: "released" };
+      // Shared intake: a sample published twice (a new intake resumes at the stream's watermark) is evaluated once.
+      if (o.intake !== undefined) fedUntil.set(sample.asset, sample.ts);
       return o.host.ingest(sample, now);
     },
     stop: () => leases.stop(),

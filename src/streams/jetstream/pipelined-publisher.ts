@@ -3,7 +3,7 @@ import { JetStreamApiError, type ApiError, type PubAck } from "@nats-io/jetstrea
 
 /** What publishes the link's sample messages: resolves with JetStream's ack, rejects when it is an error or late. */
 export interface SamplePublisher {
-  publish(subject: string, payload: Uint8Array, msgID?: string): Promise<PubAck>;
+  publish(subject: string, payload: Uint8Array, msgID?: string, extraHeaders?: Readonly<Record<string, string>>): Promise<PubAck>;
   readonly stats: { readonly published: number; readonly failed: number; readonly inFlight: number };
   /** Resolves when nothing is in flight (for an orderly shutdown). */
   drain(): Promise<void>;
@@ -69,15 +69,16 @@ export class PipelinedPublisher implements SamplePublisher {
     return { published: this.#published, failed: this.#failed, inFlight: this.#pending.size };
   }
 
-  /** Publishes with `msgID` as `Nats-Msg-Id` (none: no deduplication) and resolves with the stream's ack. */
-  async publish(subject: string, payload: Uint8Array, msgID?: string): Promise<PubAck> {
+  /** Publishes with `msgID` as `Nats-Msg-Id` (none: no deduplication), and `extraHeaders`, and resolves with the stream's ack. */
+  async publish(subject: string, payload: Uint8Array, msgID?: string, extraHeaders?: Readonly<Record<string, string>>): Promise<PubAck> {
     while (this.#pending.size >= this.#window && !this.#closed) await new Promise<void>((r) => this.#waiters.push(r));
     if (this.#closed) throw new Error("the publisher is closed");
     const id = ++this.#next;
     let h: MsgHdrs | undefined;
-    if (msgID !== undefined) {
+    if (msgID !== undefined || extraHeaders !== undefined) {
       h = headers();
-      h.set("Nats-Msg-Id", msgID);
+      if (msgID !== undefined) h.set("Nats-Msg-Id", msgID);
+      for (const [k, v] of Object.entries(extraHeaders ?? {})) h.set(k, v);
     }
     return new Promise<PubAck>((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, subject, deadline: performance.now() + this.#timeoutMs });

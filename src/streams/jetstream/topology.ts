@@ -13,11 +13,22 @@ export const TOPOLOGY = {
   transitions: { stream: "PEG_TRANSITIONS", subjects: "peg.transition.>", maxAgeMs: 400 * 24 * 3600_000 },
   deliveries: { stream: "PEG_DELIVERIES", subjects: "peg.delivery.>" },
   actors: { bucket: "peg_actors" },
+  /**
+   * The samples of the cluster's one intake (issue 26 item 2; engines with `INTAKE=shared`), by partition, kept long
+   * enough for an engine that takes a partition over to evaluate what arrived since its last state.
+   */
+  intake: { stream: "PEG_INTAKE", subjects: "peg.intake.>", maxAgeMs: 15 * 60_000 },
 } as const;
 
 export const subjects = {
   /** A batch of samples of the mints in one partition (`SampleRecorder`). */
   sampleBatch: (partition: number) => `peg.samples.${partition}`,
+  /** Received samples of the assets of one partition (`IntakePublisher`). */
+  intake: (partition: number) => `peg.intake.${partition}`,
+  /** The intake's watermark while it has no sample to publish. */
+  intakeTick: "peg.intake.tick",
+  /** The circulating supplies the intake observed. */
+  intakeSupply: "peg.intake.supply",
   /** One sample (`v: 1`): what builds before issue 25 published. */
   sample: (mint: string) => `peg.sample.${mint}`,
   state: (mint: string) => `peg.state.${mint}`,
@@ -52,6 +63,24 @@ export interface Topology {
   readonly actors: KV;
   /** The byte bound `PEG_SAMPLES` got: the one asked for, or less when the server could not reserve it (halved until it could). */
   readonly samplesMaxBytes: number;
+}
+
+/**
+ * `PEG_INTAKE` (engines with a shared intake): file storage, replicated like the others, bounded by age
+ * (`TOPOLOGY.intake.maxAgeMs`) and by `maxBytes` (2 GiB), the oldest first.
+ */
+export async function ensureIntakeStream(jsm: JetStreamManager, replicas: number, maxBytes = 2 * 2 ** 30): Promise<void> {
+  await ensureStream(jsm, {
+    name: TOPOLOGY.intake.stream,
+    subjects: [TOPOLOGY.intake.subjects],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: nanos(TOPOLOGY.intake.maxAgeMs),
+    max_bytes: maxBytes,
+    duplicate_window: nanos(60_000),
+    num_replicas: replicas,
+  });
 }
 
 /** The smallest bound tried before giving up on reserving one for `PEG_SAMPLES`. */

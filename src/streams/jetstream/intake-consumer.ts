@@ -1,0 +1,255 @@
+import { DeliverPolicy, jetstream, type ConsumerMessages, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { SimulatedClock } from "../../clock.ts";
+import type { EpochMs } from "../../methodology/index.ts";
+import type { SupplyLeg } from "../sources/legs.ts";
+import { decodeIntakeBatch, decodeIntakeSupplies, INTAKE_WATERMARK_HEADER } from "./intake-batch.ts";
+import type { ReceivedSample } from "./recent-samples.ts";
+import type { LogFn } from "./sample-recorder.ts";
+import { subjects, TOPOLOGY } from "./topology.ts";
+
+/** Pull options of the intake consumers: short pulls, so a stalled one is noticed. */
+const PULL = { max_messages: 1_000, expires: 3_000 } as const;
+/** No message for this long (the intake ticks every 50 ms) while the stream moved on: the consumer is re-created. */
+const STALL_MS = 3_000;
+/** Read a partition's history from this long before the wall instant of the state it resumes from. */
+const HISTORY_SLACK_MS = 2_000;
+
+/** A partition being acquired: its live samples are held while its history is read. */
+export interface IntakeHold {
+  /** The partition's samples in PEG_INTAKE from about `after` on, up to where holding began, in stream order. */
+  history(after: EpochMs): Promise<readonly ReceivedSample[]>;
+  /** Ends the hold: returns what arrived meanwhile (after the history) and from now on evaluates the partition live. */
+  release(): readonly ReceivedSample[];
+  /** Ends the hold without running the partition (the lease was lost meanwhile). */
+  cancel(): void;
+}
+
+export interface IntakeConsumerOptions {
+  readonly nc: NatsConnection;
+  /** The engine's clock: the actors' timers fire as the intake's watermark moves it. */
+  readonly clock: SimulatedClock;
+  /** Evaluates one sample of a partition this engine runs, at its instant (`ReceivedSample.at`). */
+  readonly ingest: (s: ReceivedSample) => void;
+  /** The wall-clock instant (the stream's message time) an intake instant corresponds to: a scenario's is scaled. */
+  readonly wallOf: (at: EpochMs) => EpochMs;
+  /** Receives the circulating supplies the intake observed (every engine's projector stamps them on the cards). */
+  readonly supply?: (leg: SupplyLeg) => void;
+  readonly log: LogFn;
+}
+
+type Unit = "live" | { readonly since: number; readonly held: ReceivedSample[] };
+
+/**
+ * An engine's side of PEG_INTAKE (issue 26 item 2): one ordered consumer follows the whole stream in stream order,
+ * reads every message's watermark from its header and decodes only the partitions this engine runs. Samples are
+ * evaluated in the order of their instants up to the watermark, and the engine's clock is then moved to it, firing
+ * the dwell timers due; that is the order an offline replay evaluates them in, whatever the delivery latency. A
+ * partition being acquired is held (`hold`): its history is read from the stream by a consumer of its own, and what
+ * arrives meanwhile is kept for `release`.
+ */
+export class IntakeConsumer {
+  readonly #o: IntakeConsumerOptions;
+  readonly #js: JetStreamClient;
+  readonly #units = new Map<string, Unit>();
+  /** Samples of running partitions not yet evaluated (stamped after the watermark), in arrival order. */
+  #pending: ReceivedSample[] = [];
+  #sorted = true;
+  #wm: EpochMs = -Infinity;
+  #lastSeq = 0;
+  #messages: ConsumerMessages | null = null;
+  #progressAt = performance.now();
+  #stopped = false;
+  #checking = false;
+  #loop: Promise<void> | null = null;
+  #watchdog: ReturnType<typeof setInterval> | null = null;
+  #stats = { messages: 0, decoded: 0, evaluated: 0, held: 0, reopened: 0 };
+
+  constructor(options: IntakeConsumerOptions) {
+    this.#o = options;
+    this.#js = jetstream(options.nc, { timeout: 2_000 });
+  }
+
+  get stats() {
+    return { ...this.#stats, watermark: this.#wm, last_seq: this.#lastSeq, pending: this.#pending.length };
+  }
+
+  /** Follows the stream from its end (what came before is read per partition, on acquisition). */
+  async start(): Promise<void> {
+    const info = await (await this.#js.streams.get(TOPOLOGY.intake.stream)).info();
+    this.#lastSeq = info.state.last_seq;
+    this.#messages = await this.#open();
+    this.#loop = this.#follow();
+    this.#watchdog = setInterval(() => this.#checkStall(), 1_000);
+    this.#watchdog.unref?.();
+  }
+
+  /** Starts holding a partition's live samples (before its actors are restored). */
+  hold(unit: string): IntakeHold {
+    const state = { since: this.#lastSeq, held: [] as ReceivedSample[] };
+    this.#units.set(unit, state);
+    return {
+      history: (after) => this.#history(unit, after, state.since),
+      release: () => {
+        if (this.#units.get(unit) !== state) return [];
+        this.#units.set(unit, "live");
+        return state.held;
+      },
+      cancel: () => {
+        if (this.#units.get(unit) === state) this.#units.delete(unit);
+      },
+    };
+  }
+
+  /** Stops evaluating a partition (its lease was lost or handed back). */
+  drop(unit: string): void {
+    this.#units.delete(unit);
+  }
+
+  async #open(): Promise<ConsumerMessages> {
+    const c = await this.#js.consumers.get(TOPOLOGY.intake.stream, { filter_subjects: TOPOLOGY.intake.subjects, opt_start_seq: this.#lastSeq + 1 });
+    return c.consume(PULL);
+  }
+
+  async #follow(): Promise<void> {
+    while (!this.#stopped) {
+      try {
+        for await (const m of this.#messages!) {
+          this.#progressAt = performance.now();
+          if (m.seq <= this.#lastSeq) continue;
+          this.#lastSeq = m.seq;
+          this.#receive(m);
+        }
+      } catch (e) {
+        this.#o.log("warn", "intake consumer failed; re-creating it", { after_seq: this.#lastSeq, error: e instanceof Error ? e.message : String(e) });
+      }
+      for (let wait = 250; !this.#stopped; wait = Math.min(wait * 2, 2_000)) {
+        try {
+          this.#messages = await this.#open();
+          this.#stats.reopened++;
+          break;
+        } catch (e) {
+          this.#o.log("warn", "intake consumer cannot be re-created; retrying", { error: e instanceof Error ? e.message : String(e) });
+          await new Promise((r) => setTimeout(r, wait));
+        }
+      }
+    }
+  }
+
+  /** An ordered consumer can wait for ever on a node that died: when the stream moved on meanwhile, it is re-created. */
+  #checkStall(): void {
+    if (this.#stopped || this.#checking || performance.now() - this.#progressAt < STALL_MS) return;
+    this.#checking = true;
+    void this.#js.streams
+      .get(TOPOLOGY.intake.stream)
+      .then((s) => s.info())
+      .then(async (i) => {
+        if (this.#stopped || i.state.last_seq <= this.#lastSeq || performance.now() - this.#progressAt < STALL_MS) return;
+        this.#o.log("warn", "intake consumer stalled; re-creating it", { after_seq: this.#lastSeq, stream_last_seq: i.state.last_seq });
+        this.#progressAt = performance.now();
+        await Promise.race([this.#messages?.close(), new Promise((r) => setTimeout(r, 2_000))]);
+      })
+      .catch(() => {})
+      .finally(() => (this.#checking = false));
+  }
+
+  #receive(m: JsMsg): void {
+    this.#stats.messages++;
+    const wm = Number(m.headers?.get(INTAKE_WATERMARK_HEADER) ?? NaN);
+    const token = m.subject.slice(TOPOLOGY.intake.subjects.length - 1);
+    if (token === "supply") return this.#supplies(m);
+    const unit = token === "tick" ? undefined : this.#units.get(token);
+    if (unit !== undefined) {
+      try {
+        const { samples } = decodeIntakeBatch(m.data);
+        this.#stats.decoded += samples.length;
+        if (unit === "live") this.#enqueue(samples);
+        else {
+          unit.held.push(...samples);
+          this.#stats.held += samples.length;
+        }
+      } catch (e) {
+        this.#o.log("warn", "unreadable intake message", { seq: m.seq, subject: m.subject, error: e instanceof Error ? e.message : String(e) });
+      }
+    }
+    if (Number.isFinite(wm)) this.#advance(wm);
+  }
+
+  #supplies(m: JsMsg): void {
+    try {
+      for (const leg of decodeIntakeSupplies(m.data)) this.#o.supply?.(leg);
+    } catch (e) {
+      this.#o.log("warn", "unreadable intake supply message", { seq: m.seq, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+
+  #enqueue(samples: readonly ReceivedSample[]): void {
+    for (const s of samples) {
+      const last = this.#pending[this.#pending.length - 1];
+      if (last !== undefined && s.at < last.at) this.#sorted = false;
+      this.#pending.push(s);
+    }
+  }
+
+  /** Evaluates the pending samples stamped up to `wm` in the order of their instants, then moves the clock to it. */
+  #advance(wm: EpochMs): void {
+    this.#wm = Math.max(this.#wm, wm);
+    if (!this.#sorted) {
+      this.#pending.sort((a, b) => a.at - b.at);
+      this.#sorted = true;
+    }
+    const { clock } = this.#o;
+    let i = 0;
+    for (; i < this.#pending.length && this.#pending[i]!.at <= this.#wm; i++) {
+      const s = this.#pending[i]!;
+      if (s.at > clock.now()) clock.set(s.at);
+      try {
+        this.#o.ingest(s);
+        this.#stats.evaluated++;
+      } catch (e) {
+        this.#o.log("warn", "an intake sample could not be evaluated", { asset: s.sample.asset, error: e instanceof Error ? e.message : String(e) });
+      }
+    }
+    if (i > 0) this.#pending = this.#pending.slice(i);
+    if (this.#wm > clock.now()) clock.set(this.#wm);
+  }
+
+  /** A partition's messages from about `after` up to stream sequence `upTo` (what the main consumer had delivered). */
+  async #history(unit: string, after: EpochMs, upTo: number): Promise<ReceivedSample[]> {
+    const start = Number.isFinite(after)
+      ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(this.#o.wallOf(after) - HISTORY_SLACK_MS).toISOString() }
+      : { deliver_policy: DeliverPolicy.All };
+    if (Number.isFinite(after)) {
+      // The stream's age bound dropped what the state needs: said, as `RecentSamples` says it (the asset goes on).
+      const first = Date.parse((await (await this.#js.streams.get(TOPOLOGY.intake.stream)).info()).state.first_ts);
+      if (first > this.#o.wallOf(after)) {
+        this.#o.log("warn", "samples since the restored state are no longer kept; the asset resumes without them", {
+          partition: unit,
+          after: new Date(after).toISOString(),
+          kept_from: new Date(first).toISOString(),
+        });
+      }
+    }
+    const consumer = await this.#js.consumers.get(TOPOLOGY.intake.stream, { filter_subjects: subjects.intake(Number(unit)), ...start });
+    const samples: ReceivedSample[] = [];
+    try {
+      if ((await consumer.info(true)).num_pending === 0) return samples;
+      const messages = await consumer.consume(PULL);
+      for await (const m of messages) {
+        if (m.seq > upTo) break;
+        samples.push(...decodeIntakeBatch(m.data).samples);
+        if (m.info.pending === 0) break;
+      }
+      return samples;
+    } finally {
+      await consumer.delete().catch(() => {});
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#watchdog !== null) clearInterval(this.#watchdog);
+    await this.#messages?.close();
+    await this.#loop?.catch(() => {});
+  }
+}
