@@ -205,7 +205,9 @@ describe("the intake lease", () => {
     e2.start();
     for (let i = 1; i <= 5; i++) s1.push(T0 + i);
     await waitFor(async () => (await jsm.streams.info(TOPOLOGY.intake.stream)).state.messages >= 1, 5_000, "e1's messages");
+    // The feed is polled once: e2 has not opened its source while e1 is the intake.
     expect(e2.leading).toBe(false);
+    expect(s2.opened).toEqual([]);
     const before = (await jsm.streams.info(TOPOLOGY.intake.stream)).state.last_seq;
     // e1 is cut off: its renewals hang. It must fence itself, then e2 takes over after the lease's expiry.
     l1.cut = true;

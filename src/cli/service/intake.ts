@@ -24,7 +24,8 @@ export interface IntakeParts {
 /**
  * Intake: opens a paused scenario clock, feeds every sample to the actors (ROLE=engine: to the leased ones) at the
  * feed's instant and counts the results, and records the feed's circulating supplies for the sample projector.
- * Returns the stop (unsubscribes both).
+ * ROLE=engine with a shared intake: the samples and supplies come from PEG_INTAKE, and this engine campaigns to be
+ * the cluster's intake (./shared-intake.ts). Returns the stop.
  */
 export function openIntake(p: IntakeParts): () => void | Promise<void> {
   const { feed, partition, api } = p;
