@@ -100,8 +100,10 @@ describe("scale-out on a three-node NATS cluster", () => {
           DATABASE_URL: databaseUrl,
           // One deployment: every process seals and opens the signing keys under the same key.
           SECRETS_KEY: TEST_SECRETS_KEY,
-          // Leases per asset (the partition leases run in netsplit.test.ts).
+          // Leases per asset, so each engine runs the whole feed (the partition leases and the shared intake run in
+          // netsplit.test.ts and intake-failover.test.ts).
           LEASE_PARTITIONS: "0",
+          ...(role === "engine" ? { INTAKE: "local" } : {}),
           FEED: `scenario:${SCENARIO}`,
           DATA_DIR: dir,
           METRICS_PORT: "0",
