@@ -65,26 +65,8 @@ export interface Topology {
   readonly samplesMaxBytes: number;
 }
 
-/**
- * `PEG_INTAKE` (engines with a shared intake): file storage, replicated like the others, bounded by age
- * (`TOPOLOGY.intake.maxAgeMs`) and by `maxBytes` (2 GiB), the oldest first.
- */
-export async function ensureIntakeStream(jsm: JetStreamManager, replicas: number, maxBytes = 2 * 2 ** 30): Promise<void> {
-  await ensureStream(jsm, {
-    name: TOPOLOGY.intake.stream,
-    subjects: [TOPOLOGY.intake.subjects],
-    retention: RetentionPolicy.Limits,
-    storage: StorageType.File,
-    discard: DiscardPolicy.Old,
-    max_age: nanos(TOPOLOGY.intake.maxAgeMs),
-    max_bytes: maxBytes,
-    duplicate_window: nanos(60_000),
-    num_replicas: replicas,
-  });
-}
-
-/** The smallest bound tried before giving up on reserving one for `PEG_SAMPLES`. */
-const MIN_SAMPLES_BYTES = 64 * 2 ** 20;
+/** The smallest bound tried before giving up on reserving one for a bounded stream (`PEG_SAMPLES`, `PEG_INTAKE`). */
+const MIN_STREAM_BYTES = 64 * 2 ** 20;
 
 /** A file stream's `max_bytes` is reserved from the server's `max_file_store`: JetStream error 10047 when it does not fit. */
 function isInsufficientStorage(e: unknown): boolean {
@@ -93,28 +75,43 @@ function isInsufficientStorage(e: unknown): boolean {
 }
 
 /**
- * `PEG_SAMPLES`, bounded by age (24 h) and by bytes (discard old: the oldest samples go first). A server whose file
- * store cannot reserve `maxBytes` gets the largest halving of it that fits, down to 64 MiB.
+ * A file stream bounded by age and by bytes (discard old: the oldest messages go first). A server whose file store
+ * cannot reserve `maxBytes` gets the largest halving of it that fits, down to 64 MiB. Returns the bound it got.
  */
-async function ensureSamples(jsm: JetStreamManager, replicas: number, maxBytes: number): Promise<number> {
+async function ensureBoundedStream(jsm: JetStreamManager, replicas: number, maxBytes: number, config: { name: string; subjects: string[]; maxAgeMs: number }): Promise<number> {
   for (let bytes = maxBytes; ; bytes = Math.floor(bytes / 2)) {
     try {
       await ensureStream(jsm, {
-        name: TOPOLOGY.samples.stream,
-        subjects: [TOPOLOGY.samples.subjects, TOPOLOGY.samples.legacySubjects],
+        name: config.name,
+        subjects: config.subjects,
         retention: RetentionPolicy.Limits,
         storage: StorageType.File,
         discard: DiscardPolicy.Old,
-        max_age: nanos(TOPOLOGY.samples.maxAgeMs),
+        max_age: nanos(config.maxAgeMs),
         max_bytes: bytes,
         duplicate_window: nanos(60_000),
         num_replicas: replicas,
       });
       return bytes;
     } catch (e) {
-      if (!isInsufficientStorage(e) || bytes / 2 < MIN_SAMPLES_BYTES) throw e;
+      if (!isInsufficientStorage(e) || bytes / 2 < MIN_STREAM_BYTES) throw e;
     }
   }
+}
+
+/** `PEG_SAMPLES`, bounded by age (24 h) and by `maxBytes`. */
+function ensureSamples(jsm: JetStreamManager, replicas: number, maxBytes: number): Promise<number> {
+  const { stream, subjects: live, legacySubjects, maxAgeMs } = TOPOLOGY.samples;
+  return ensureBoundedStream(jsm, replicas, maxBytes, { name: stream, subjects: [live, legacySubjects], maxAgeMs });
+}
+
+/**
+ * `PEG_INTAKE` (engines with a shared intake): replicated like the others, bounded by age (`TOPOLOGY.intake.maxAgeMs`)
+ * and by bytes (2 GiB, or the largest halving the servers can reserve). Returns the bound it got.
+ */
+export function ensureIntakeStream(jsm: JetStreamManager, replicas: number, maxBytes = 2 * 2 ** 30): Promise<number> {
+  const { stream, subjects: all, maxAgeMs } = TOPOLOGY.intake;
+  return ensureBoundedStream(jsm, replicas, maxBytes, { name: stream, subjects: [all], maxAgeMs });
 }
 
 /**
