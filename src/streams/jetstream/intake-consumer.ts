@@ -4,6 +4,7 @@ import type { SimulatedClock } from "../../clock.ts";
 import type { EpochMs } from "../../methodology/index.ts";
 import type { SupplyLeg } from "../sources/legs.ts";
 import { decodeIntakeBatch, decodeIntakeSupplies, INTAKE_WATERMARK_HEADER } from "./intake-batch.ts";
+import { limiter } from "./limiter.ts";
 import type { ReceivedSample } from "./recent-samples.ts";
 import type { LogFn } from "./sample-recorder.ts";
 import { subjects, TOPOLOGY } from "./topology.ts";
@@ -14,6 +15,13 @@ const PULL = { max_messages: 1_000, expires: 3_000 } as const;
 const STALL_MS = 3_000;
 /** Read a partition's history from this long before the wall instant of the state it resumes from. */
 const HISTORY_SLACK_MS = 2_000;
+/**
+ * Partition histories read at once, each through a consumer of its own: a failover acquires dozens of partitions
+ * together, and as many consumer creations at once timed out on a loaded 3-node cluster (bench:cluster).
+ */
+const HISTORIES_AT_ONCE = 4;
+/** JetStream API timeout of a history read (its consumer's creation, info and deletion). */
+const HISTORY_TIMEOUT_MS = 10_000;
 
 /** A partition being acquired: its live samples are held while its history is read. */
 export interface IntakeHold {
@@ -51,6 +59,8 @@ type Unit = "live" | { readonly since: number; readonly held: ReceivedSample[] }
 export class IntakeConsumer {
   readonly #o: IntakeConsumerOptions;
   readonly #js: JetStreamClient;
+  readonly #historyJs: JetStreamClient;
+  readonly #histories = limiter(HISTORIES_AT_ONCE);
   readonly #units = new Map<string, Unit>();
   /** Samples of running partitions not yet evaluated (stamped after the watermark), in arrival order. */
   #pending: ReceivedSample[] = [];
@@ -68,6 +78,7 @@ export class IntakeConsumer {
   constructor(options: IntakeConsumerOptions) {
     this.#o = options;
     this.#js = jetstream(options.nc, { timeout: 2_000 });
+    this.#historyJs = jetstream(options.nc, { timeout: HISTORY_TIMEOUT_MS });
   }
 
   get stats() {
@@ -89,7 +100,7 @@ export class IntakeConsumer {
     const state = { since: this.#lastSeq, held: [] as ReceivedSample[] };
     this.#units.set(unit, state);
     return {
-      history: (after) => this.#history(unit, after, state.since),
+      history: (after) => this.#histories.run(() => this.#history(unit, after, state.since)),
       release: () => {
         if (this.#units.get(unit) !== state) return [];
         this.#units.set(unit, "live");
@@ -221,7 +232,7 @@ export class IntakeConsumer {
       : { deliver_policy: DeliverPolicy.All };
     if (Number.isFinite(after)) {
       // The stream's age bound dropped what the state needs: said, as `RecentSamples` says it (the asset goes on).
-      const first = Date.parse((await (await this.#js.streams.get(TOPOLOGY.intake.stream)).info()).state.first_ts);
+      const first = Date.parse((await (await this.#historyJs.streams.get(TOPOLOGY.intake.stream)).info()).state.first_ts);
       if (first > this.#o.wallOf(after)) {
         this.#o.log("warn", "samples since the restored state are no longer kept; the asset resumes without them", {
           partition: unit,
@@ -230,7 +241,7 @@ export class IntakeConsumer {
         });
       }
     }
-    const consumer = await this.#js.consumers.get(TOPOLOGY.intake.stream, { filter_subjects: subjects.intake(Number(unit)), ...start });
+    const consumer = await this.#historyJs.consumers.get(TOPOLOGY.intake.stream, { filter_subjects: subjects.intake(Number(unit)), ...start });
     const samples: ReceivedSample[] = [];
     try {
       if ((await consumer.info(true)).num_pending === 0) return samples;

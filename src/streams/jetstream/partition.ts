@@ -6,6 +6,7 @@ import type { AssetState, EpochMs, Sample } from "../../methodology/index.ts";
 import type { EngineLink, LogFn } from "./engine-link.ts";
 import type { IntakeHold } from "./intake-consumer.ts";
 import { leaseUnits } from "./lease-partitions.ts";
+import { limiter } from "./limiter.ts";
 import { LeaseManager, type LeaseManagerOptions, type LeaseStore } from "./leases.ts";
 import { RecentSamples, type ReceivedSample } from "./recent-samples.ts";
 import { readRecovery } from "./recovery.ts";
@@ -313,23 +314,3 @@ export async function sharedScenarioNow(kv: KV, first: EpochMs, wallNow: EpochMs
 
 /** Asset restores in flight at once on an engine (each two NATS reads). */
 const RESTORES_AT_ONCE = 32;
-
-/** Runs at most `n` of the tasks given to `run` at once, the others in the order they came. */
-function limiter(n: number): { run<T>(task: () => Promise<T>): Promise<T> } {
-  let active = 0;
-  const waiting: (() => void)[] = [];
-  return {
-    async run<T>(task: () => Promise<T>): Promise<T> {
-      // A finished task hands its slot to the next waiting one, so no newcomer slips in between.
-      if (active >= n) await new Promise<void>((r) => waiting.push(r));
-      else active++;
-      try {
-        return await task();
-      } finally {
-        const next = waiting.shift();
-        if (next === undefined) active--;
-        else next();
-      }
-    },
-  };
-}
