@@ -61,6 +61,21 @@ function publisher(): IntakePublisher {
   return new IntakePublisher({ publisher: new PipelinedPublisher(suite.nc), partitions: PARTITIONS, mintOf, maxQueued: 10_000, log });
 }
 
+describe("PEG_INTAKE", () => {
+  it("is created by engines starting together, and bounded by the largest halving the server can reserve", async () => {
+    const jsm = await jetstreamManager(suite.nc);
+    await jsm.streams.delete(TOPOLOGY.intake.stream);
+    // Different bounds at once (as after each start halved what its servers could not reserve): the adds after the
+    // first find it created with another configuration, and update it instead of failing the start.
+    const bounds = await Promise.all([1, 2, 3, 4, 5].map((k) => ensureIntakeStream(jsm, 1, k * 64 * 2 ** 20)));
+    expect(bounds).toEqual([1, 2, 3, 4, 5].map((k) => k * 64 * 2 ** 20));
+    const info = await jsm.streams.info(TOPOLOGY.intake.stream);
+    expect(info.config.subjects).toEqual([TOPOLOGY.intake.subjects]);
+    // 64 GiB does not fit the server's file store (nats.conf): it gets the largest halving that does.
+    expect(await ensureIntakeStream(jsm, 1, 64 * 2 ** 30)).toBe(16 * 2 ** 30);
+  });
+});
+
 describe("intake messages", () => {
   it("give back every sample with its instant, and every supply", async () => {
     const samples: ReceivedSample[] = [

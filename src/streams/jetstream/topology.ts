@@ -43,14 +43,26 @@ export const subjects = {
 const DUPLICATE_WINDOW_MS = 2 * 3600_000;
 
 async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
+  // Exists: bring the mutable limits up to date (subjects, ages, windows); storage/retention cannot change.
+  const update = async () => void (await jsm.streams.update(config.name, { ...(await jsm.streams.info(config.name)).config, ...config }));
   try {
-    const info = await jsm.streams.info(config.name);
-    // Exists: bring the mutable limits up to date (subjects, ages, windows); storage/retention cannot change.
-    await jsm.streams.update(config.name, { ...info.config, ...config });
+    await update();
   } catch (e) {
     if (!isNotFound(e)) throw e;
-    await jsm.streams.add(config);
+    try {
+      await jsm.streams.add(config);
+    } catch (added) {
+      // Another process created it meanwhile (engines starting together), maybe with other limits: update it.
+      if (!isInUse(added)) throw added;
+      await update();
+    }
   }
+}
+
+/** JetStream error 10058: a stream of that name exists (with another configuration). */
+function isInUse(e: unknown): boolean {
+  const api = (e as { api_error?: { err_code?: number } } | null)?.api_error;
+  return api?.err_code === 10058 || /already in use/i.test(e instanceof Error ? e.message : String(e));
 }
 
 function isNotFound(e: unknown): boolean {
