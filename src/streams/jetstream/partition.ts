@@ -205,11 +205,16 @@ export function startPartition(o: PartitionOptions): Partition {
    */
   const acquiredFromIntake = async (intake: PartitionIntake, unit: string, mints: readonly string[], fromStream = false): Promise<void> => {
     const hold = intake.hold(unit);
+    // Which step failed, for the operator (both are NATS reads that time out under load).
+    const step = <T>(what: string, p: Promise<T>): Promise<T> =>
+      p.catch((e: unknown) => {
+        throw new Error(`${what}: ${e instanceof Error ? e.message : String(e)}`);
+      });
     try {
-      const reads = await Promise.all(mints.map((mint) => restoring.run(() => readState(mint, fromStream))));
+      const reads = await step("reading the assets' states", Promise.all(mints.map((mint) => restoring.run(() => readState(mint, fromStream)))));
       if (!leases.held.has(unit)) return hold.cancel();
       const after = Math.min(...reads.map((r) => r.applied));
-      const history = await hold.history(after);
+      const history = await step("reading the partition's history from PEG_INTAKE", hold.history(after));
       if (!leases.held.has(unit)) return hold.cancel();
       const samples = [...history, ...hold.release()];
       for (const r of reads) startAsset(r, fromStream, samples);
