@@ -153,6 +153,23 @@ describe("an engine reading PEG_INTAKE", () => {
     expect(history.map((s) => s.at - T0).filter((at) => at >= 1_000)).toEqual([1_000, 1_001, 1_002, 1_003, 1_004]);
     expect(meanwhile.map((s) => s.at - T0)).toEqual([1_005, 1_006, 1_007, 1_008, 1_009]);
     expect(events).toEqual([]);
+    // This engine received all of it: read from what it kept, not from the stream.
+    expect(consumer.stats.histories_kept).toBe(1);
+    expect(consumer.stats.histories_read).toBe(0);
+  });
+
+  it("reads the history from the stream when it was not received (an engine started after it)", async () => {
+    const late = new IntakeConsumer({ nc: suite.nc, clock: new SimulatedClock(T0), ingest: () => {}, wallOf: (at) => at, log });
+    await late.start();
+    try {
+      const hold = late.hold(String(partitionOfSymbol(A)));
+      const history = await hold.history(T0 + 1_002);
+      hold.release();
+      expect(history.map((s) => s.at - T0).filter((at) => at >= 1_000)).toEqual([1_000, 1_001, 1_002, 1_003, 1_004, 1_005, 1_006, 1_007, 1_008, 1_009]);
+      expect(late.stats.histories_read).toBe(1);
+    } finally {
+      await late.stop();
+    }
   });
 });
 

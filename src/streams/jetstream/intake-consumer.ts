@@ -4,6 +4,7 @@ import type { SimulatedClock } from "../../clock.ts";
 import type { EpochMs } from "../../methodology/index.ts";
 import type { SupplyLeg } from "../sources/legs.ts";
 import { decodeIntakeBatch, decodeIntakeSupplies, INTAKE_WATERMARK_HEADER } from "./intake-batch.ts";
+import { IntakeRing } from "./intake-ring.ts";
 import { limiter } from "./limiter.ts";
 import type { ReceivedSample } from "./recent-samples.ts";
 import type { LogFn } from "./sample-recorder.ts";
@@ -22,6 +23,8 @@ const HISTORY_SLACK_MS = 2_000;
 const HISTORIES_AT_ONCE = 4;
 /** JetStream API timeout of a history read (its consumer's creation, info and deletion). */
 const HISTORY_TIMEOUT_MS = 10_000;
+/** Received messages kept for take-overs (`IntakeRing`): 60 s, at most 128 MiB (about 40 MB at 10,000 samples/s). */
+const RING = { windowMs: 60_000, maxBytes: 128 * 2 ** 20 } as const;
 
 /** A partition being acquired: its live samples are held while its history is read. */
 export interface IntakeHold {
@@ -68,12 +71,13 @@ export class IntakeConsumer {
   #wm: EpochMs = -Infinity;
   #lastSeq = 0;
   #messages: ConsumerMessages | null = null;
+  #ring: IntakeRing | null = null;
   #progressAt = performance.now();
   #stopped = false;
   #checking = false;
   #loop: Promise<void> | null = null;
   #watchdog: ReturnType<typeof setInterval> | null = null;
-  #stats = { messages: 0, decoded: 0, evaluated: 0, held: 0, reopened: 0 };
+  #stats = { messages: 0, decoded: 0, evaluated: 0, held: 0, reopened: 0, histories_kept: 0, histories_read: 0 };
 
   constructor(options: IntakeConsumerOptions) {
     this.#o = options;
@@ -89,6 +93,8 @@ export class IntakeConsumer {
   async start(): Promise<void> {
     const info = await (await this.#js.streams.get(TOPOLOGY.intake.stream)).info();
     this.#lastSeq = info.state.last_seq;
+    // Every message after the stream's last one is received from here on.
+    this.#ring = new IntakeRing(RING, info.state.last_seq === 0 ? 0 : Date.parse(info.state.last_ts) + 1);
     this.#messages = await this.#open();
     this.#loop = this.#follow();
     this.#watchdog = setInterval(() => this.#checkStall(), 1_000);
@@ -169,6 +175,7 @@ export class IntakeConsumer {
     const wm = Number(m.headers?.get(INTAKE_WATERMARK_HEADER) ?? NaN);
     const token = m.subject.slice(TOPOLOGY.intake.subjects.length - 1);
     if (token === "supply") return this.#supplies(m);
+    if (token !== "tick") this.#ring?.add(token, { seq: m.seq, time: Math.floor(m.info.timestampNanos / 1_000_000), data: m.data.slice() });
     const unit = token === "tick" ? undefined : this.#units.get(token);
     if (unit !== undefined) {
       try {
@@ -227,6 +234,12 @@ export class IntakeConsumer {
 
   /** A partition's messages from about `after` up to stream sequence `upTo` (what the main consumer had delivered). */
   async #history(unit: string, after: EpochMs, upTo: number): Promise<ReceivedSample[]> {
+    const kept = this.#ring?.since(unit, Number.isFinite(after) ? this.#o.wallOf(after) - HISTORY_SLACK_MS : -Infinity, upTo) ?? null;
+    if (kept !== null) {
+      this.#stats.histories_kept++;
+      return kept.flatMap((m) => decodeIntakeBatch(m.data).samples);
+    }
+    this.#stats.histories_read++;
     const start = Number.isFinite(after)
       ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(this.#o.wallOf(after) - HISTORY_SLACK_MS).toISOString() }
       : { deliver_policy: DeliverPolicy.All };
