@@ -2,6 +2,7 @@ import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { kvLeaderGet } from "./kv-leader-get.ts";
+import { untilAnswered } from "./until-answered.ts";
 
 /**
  * The compare-and-set store the lease protocol runs on (leases.ts): its key layout, its one error, and its NATS KV
@@ -73,8 +74,9 @@ export const LEASE_BUCKET = "PEG_LEASES";
  * created with the wrong replica count would not survive the loss of its one node).
  */
 export async function natsLeaseStore(nc: NatsConnection, replicas: number | "open" = 1): Promise<LeaseStore & { readonly kv: KV }> {
-  const kv = replicas === "open" ? await new Kvm(nc).open(LEASE_BUCKET) : await new Kvm(nc).create(LEASE_BUCKET, { history: 1, replicas });
-  const jsm = await jetstreamManager(nc);
+  // Idempotent: tried again while requests time out (a loaded machine, a cluster electing), not a failed start.
+  const kv = await untilAnswered("opening the lease bucket", () => (replicas === "open" ? new Kvm(nc).open(LEASE_BUCKET) : new Kvm(nc).create(LEASE_BUCKET, { history: 1, replicas })));
+  const jsm = await untilAnswered("opening JetStream", () => jetstreamManager(nc));
   const encode = (v: LeaseValue) => JSON.stringify(v);
   const subjectPrefix = `$KV.${LEASE_BUCKET}.`;
   const read = async (key: string): Promise<LeaseRecord | null> => {

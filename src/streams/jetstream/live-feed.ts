@@ -1,10 +1,11 @@
-import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream";
+import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Observable } from "rxjs";
 import { parseTimestamp, type EpochMs, type PegState } from "../../methodology/index.ts";
 import type { LogFn } from "./engine-link.ts";
 import type { SampleMessage } from "./messages.ts";
 import { subjects, TOPOLOGY } from "./topology.ts";
+import { untilAnswered } from "./until-answered.ts";
 
 /** One published recompute, as the live feed delivers it. */
 export interface LiveState {
@@ -126,20 +127,37 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
   // A short API timeout: while a cluster re-elects leaders a consumer creation can hang, and a quicker retry wins.
   const js = jetstream(nc, { timeout: 2_000 });
   const backfill = { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(opts.now() - opts.windowMs).toISOString() } as const;
-  const consumer = await js.consumers.get(TOPOLOGY.transitions.stream, backfill);
-  const info = await consumer.info(true);
   let covered = false;
   let markReady!: () => void;
   const ready = new Promise<void>((r) => (markReady = r));
-  if (info.num_pending === 0) {
-    // Nothing in the window: everything after the stream's last sequence will be delivered.
-    const stream = await js.streams.get(TOPOLOGY.transitions.stream);
-    const last = (await stream.info(true)).state.last_seq;
-    sink.coverFrom(last + 1);
-    covered = true;
-    markReady();
+  // The first consumer, tried again while JetStream does not answer (a loaded machine, a cluster electing): an API
+  // process that exits because one request timed out during its start serves nobody (bench:cluster, issue 26).
+  let opened: { messages: ConsumerMessages; jsm: JetStreamManager };
+  try {
+    opened = await untilAnswered(
+      "opening the transitions feed",
+      async () => {
+        const consumer = await js.consumers.get(TOPOLOGY.transitions.stream, backfill);
+        const info = await consumer.info(true);
+        // Nothing in the window: everything after the stream's last sequence will be delivered.
+        const emptyFrom = info.num_pending === 0 ? (await (await js.streams.get(TOPOLOGY.transitions.stream)).info(true)).state.last_seq + 1 : null;
+        const jsm = await jetstreamManager(nc, { checkAPI: false });
+        const messages = await consumer.consume(PULL);
+        if (emptyFrom !== null) {
+          sink.coverFrom(emptyFrom);
+          covered = true;
+          markReady();
+        }
+        return { messages, jsm };
+      },
+      { log },
+    );
+  } catch (e) {
+    states.unsubscribe();
+    throw e;
   }
-  let messages: ConsumerMessages = await consumer.consume(PULL);
+  let messages: ConsumerMessages = opened.messages;
+  const jsm = opened.jsm;
   let stopped = false;
   /** The last stream sequence delivered: a re-created consumer continues right after it. */
   let lastSeq = 0;
@@ -161,7 +179,6 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
   // client may wait for it forever without noticing. When the stream has moved past what was delivered and nothing
   // arrived for STALL_MS (monotonic time), the consumer is dropped and a new one continues after the last sequence
   // delivered.
-  const jsm = await jetstreamManager(nc);
   let progressAt = performance.now();
   let checking = false;
   const watchdog = setInterval(() => {
