@@ -34,11 +34,13 @@ export interface LiveSink {
 }
 
 /**
- * Short pulls: a pull that expires every 3 s (heartbeats every 1.5 s) notices a lost server quickly, and after a failed
- * check the client retries every `expires` (the 30 s default would leave clients without transitions that long after a
- * cluster node dies).
+ * Short pulls: a pull that expires every 3 s with heartbeats every 1 s notices a lost server quickly (two heartbeats
+ * missed: 2 s), and after a failed check the client retries every `expires` (the 30 s default would leave clients
+ * without transitions that long after a cluster node dies).
  */
-const PULL = { expires: 3_000 } as const;
+const PULL = { expires: 3_000, idle_heartbeat: 1_000 } as const;
+/** Tries to re-create the consumer this often (at most) until one answers: a new stream leader is there within seconds. */
+const REOPEN_MAX_WAIT_MS = 500;
 /** Behind the stream with nothing delivered for this long: the consumer is re-created. */
 const STALL_MS = 3_000;
 
@@ -164,7 +166,7 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
   // An ordered consumer recreates itself after a reconnect; should it give up (JetStream unavailable for a while, e.g.
   // while a cluster elects new leaders after losing a node), a new one continues after the last sequence delivered.
   const reopen = async (): Promise<void> => {
-    for (let wait = 250; !stopped; wait = Math.min(wait * 2, 5_000)) {
+    for (let wait = 100; !stopped; wait = Math.min(wait * 2, REOPEN_MAX_WAIT_MS)) {
       try {
         const c = await js.consumers.get(TOPOLOGY.transitions.stream, lastSeq === 0 ? backfill : { opt_start_seq: lastSeq + 1 });
         messages = await c.consume(PULL);
@@ -198,9 +200,17 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
   watchdog.unref?.();
   const follow = async () => {
     // What the client does with the consumer (missed heartbeats, resets, re-creations), for the operator.
+    const current = messages;
     void (async () => {
-      for await (const n of messages.status()) {
+      for await (const n of current.status()) {
         if (n.type !== "next" && n.type !== "heartbeat" && n.type !== "debug" && n.type !== "flow_control" && n.type !== "discard") log("info", "live feed: transitions consumer", { event: n.type });
+        // The consumer's server stopped answering (it died, or lost the stream): the client would only ask the dead
+        // consumer for its info again and again; a new consumer continues after the last sequence delivered, as soon
+        // as the stream has a leader (issue 26: an API process's clients waited for the watchdog, 8 s after a loss).
+        if (n.type === "heartbeats_missed" && !stopped && current === messages) {
+          log("warn", "live feed: the transitions consumer missed its heartbeats; re-creating it", { after_seq: lastSeq });
+          void current.close();
+        }
       }
     })().catch(() => {});
     for await (const m of messages) {
