@@ -39,8 +39,11 @@ export interface LeaseStore {
   get(key: string): Promise<LeaseRecord | null>;
   /** Creates the key; `LeaseConflictError` when it exists (a deleted key may be created again). */
   create(key: string, value: LeaseValue): Promise<number>;
-  /** Writes when the key is at `revision`; `LeaseConflictError` otherwise. */
-  update(key: string, value: LeaseValue, revision: number): Promise<number>;
+  /**
+   * Writes when the key is at `revision`; `LeaseConflictError` otherwise. `timeoutMs` (default 1,000) bounds the wait
+   * for the answer: an unanswered write may still have landed.
+   */
+  update(key: string, value: LeaseValue, revision: number, timeoutMs?: number): Promise<number>;
   /** Deletes when the key is at `revision`; `LeaseConflictError` otherwise. */
   remove(key: string, revision: number): Promise<void>;
   /** Writes unconditionally (heartbeats: only their own engine writes them). */
@@ -89,10 +92,10 @@ export async function natsLeaseStore(nc: NatsConnection, replicas: number | "ope
       return null; // not a lease value: ignored
     }
   };
-  const update = async (key: string, value: LeaseValue, revision: number): Promise<number> => {
+  const update = async (key: string, value: LeaseValue, revision: number, timeoutMs = 1_000): Promise<number> => {
     try {
       // A short timeout: a renewal must land well within the fencing deadline (1.5 s after it was sent), or be retried.
-      return await kv.update(key, encode(value), revision, 1_000);
+      return await kv.update(key, encode(value), revision, timeoutMs);
     } catch (e) {
       if (isConflict(e)) throw new LeaseConflictError(key);
       throw e;
