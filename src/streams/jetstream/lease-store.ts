@@ -1,4 +1,4 @@
-import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { kvLeaderGet } from "./kv-leader-get.ts";
@@ -66,6 +66,9 @@ function isConflict(e: unknown): boolean {
   );
 }
 
+/** The lease bucket's JetStream requests (listing, reads, acquisitions, heartbeats) wait this long for an answer. */
+const LEASE_REQUEST_TIMEOUT_MS = 2_000;
+
 /** Name of the lease bucket. */
 export const LEASE_BUCKET = "PEG_LEASES";
 
@@ -78,8 +81,11 @@ export const LEASE_BUCKET = "PEG_LEASES";
  */
 export async function natsLeaseStore(nc: NatsConnection, replicas: number | "open" = 1): Promise<LeaseStore & { readonly kv: KV }> {
   // Idempotent: tried again while requests time out (a loaded machine, a cluster electing), not a failed start.
-  const kv = await untilAnswered("opening the lease bucket", () => (replicas === "open" ? new Kvm(nc).open(LEASE_BUCKET) : new Kvm(nc).create(LEASE_BUCKET, { history: 1, replicas })));
-  const jsm = await untilAnswered("opening JetStream", () => jetstreamManager(nc));
+  if (replicas !== "open") await untilAnswered("creating the lease bucket", () => new Kvm(nc).create(LEASE_BUCKET, { history: 1, replicas }));
+  // The lease protocol's own requests wait 2 s at most (not the client's 5 s): a listing or an acquisition sent while
+  // the bucket elects a leader is dropped unanswered, and the next round, after the election, should not wait for it.
+  const kv = await untilAnswered("opening the lease bucket", () => new Kvm(jetstream(nc, { timeout: LEASE_REQUEST_TIMEOUT_MS })).open(LEASE_BUCKET));
+  const jsm = await untilAnswered("opening JetStream", () => jetstreamManager(nc, { timeout: LEASE_REQUEST_TIMEOUT_MS }));
   const encode = (v: LeaseValue) => JSON.stringify(v);
   const subjectPrefix = `$KV.${LEASE_BUCKET}.`;
   const read = async (key: string): Promise<LeaseRecord | null> => {
