@@ -51,6 +51,8 @@ export interface ClusterRun {
   readonly transitions_duplicated: number;
   readonly transitions_out_of_order: number;
   readonly chain_breaks: number;
+  /** Assets whose first transition starts from UNKNOWN (a cold actor's first state was a gate's): not a break. */
+  readonly first_transitions_from_unknown?: number;
   readonly early_handovers: number;
   readonly double_owner_transitions: number;
   readonly ws_clients_closed: number;

@@ -336,6 +336,7 @@ async function run(m: Draft): Promise<void> {
   m.transitions_duplicated = counts.duplicated;
   m.transitions_out_of_order = counts.outOfOrder;
   m.chain_breaks = counts.chainBreaks;
+  m.first_transitions_from_unknown = counts.firstFromUnknown.length;
   m.early_handovers = early.length;
   m.double_owner_transitions = counts.chainBreaks + early.length;
   m.ws_clients_closed = clients.filter((c) => c.closed !== null).length;
@@ -343,6 +344,7 @@ async function run(m: Draft): Promise<void> {
   // resumes without the samples in between (each line is one asset resuming with a gap).
   m.resumed_without_samples = engines.flatMap((e) => e.lines).filter((l) => l.at >= killedAt && l.msg.startsWith("samples since the restored state are no longer kept")).length;
   if (counts.chainBreakLines.length > 0) console.error(`chain breaks: ${counts.chainBreakLines.slice(0, 10).join("; ")}`);
+  if (counts.firstFromUnknown.length > 0) console.error(`first transitions from UNKNOWN: ${counts.firstFromUnknown.slice(0, 10).join("; ")}`);
   if (early.length > 0) console.error(`early handovers: ${early.slice(0, 10).join("; ")}`);
   for (const c of clients) c.close();
 }
