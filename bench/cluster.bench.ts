@@ -245,6 +245,11 @@ async function run(m: Draft): Promise<void> {
   // on nats-server 2.9, bench/nats-election.ts); the lease bucket's means every engine stops its partitions.
   m.node_loss_led = (await Promise.all(["KV_PEG_LEASES", "KV_peg_actors", "PEG_SAMPLES"].map(async (st) => ((await jsm.streams.info(st)).cluster?.leader === leader.name ? st : null)))).filter((x): x is string => x !== null);
   step(`SIGKILL of nats-server ${leader.name} (it also leads ${m.node_loss_led.join(", ") || "nothing else"})`);
+  // The market decides in bursts (an incident moves several assets within seconds, on a seeded timeline): the kill
+  // comes right after a transition reached a client, so the next decision is likely to fall inside the elections
+  // and its delivery measures the blind time, not a quiet market (bounded: a quiet market is killed into anyway).
+  const seen = clients.reduce((n, c) => n + c.transitions.length, 0);
+  await waitFor(() => clients.reduce((n, c) => n + c.transitions.length, 0) > seen, 60_000, "a transition before the node loss", 20).catch(() => {});
   const natsKilledAt = Date.now();
   await leader.kill();
   await waitFor(() => clients.every((c) => c.transitions.some((t) => t.received_at > natsKilledAt)), 120_000, "a transition on every client after the node loss", 50);
