@@ -140,9 +140,9 @@ What limits these figures, and what is left:
   seconds, 8 s after a loss once), and until the new consumer exists reads the transitions after the last one it
   delivered straight from the stream (a consumer needs the meta leader, whose election can end seconds after the
   stream's). The blind time measured directly, without engines (\`test/scale/live-feed-node-loss.test.ts\`, a
-  transition published right after SIGKILL of the node holding an API feed's consumer, nine runs at load 25-30): kill
-  -> delivered 5.9-6.0 s when that node also led \`PEG_TRANSITIONS\` (stored 4.6-5.8 s after the kill, delivered
-  0.2-1.3 s later), 2.5-3.1 s when it did not. Still open: when the lost node leads \`PEG_LEASES\` (it did in the first run of the table above), no
+  transition published right after SIGKILL of the node holding an API feed's consumer, ten runs at load 30-50): kill
+  -> delivered 4.3-6.1 s when that node also led \`PEG_TRANSITIONS\` (stored 4.3-5.4 s after the kill, delivered
+  0-0.8 s later), 2.5-2.7 s when it did not (2.5 s of silence, then the stream read). Still open: when the lost node leads \`PEG_LEASES\` (it did in the first run of the table above), no
   renewal can land for its election, so every engine stops every partition 1.5 s after its last renewal, as the
   fencing guarantee requires with a 2.5 s lease, and decides nothing until it has leased and restored them again
   (8.4-11.2 s after the loss in that run). Riding that out needs a lease longer than the election (about 10 s, which

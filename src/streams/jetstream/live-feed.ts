@@ -39,8 +39,10 @@ export interface LiveSink {
  * without transitions that long after a cluster node dies).
  */
 const PULL = { expires: 3_000, idle_heartbeat: 1_000 } as const;
-/** While a consumer is being re-created, the stream is asked for the next transition this often. */
+/** While a consumer is being re-created, the stream is asked for the next transition this often... */
 const BRIDGE_POLL_MS = 200;
+/** ...each request waiting this long at most. */
+const BRIDGE_REQUEST_TIMEOUT_MS = 600;
 /** Nothing heard from the consumer (no message, no heartbeat) this long: it is re-created. Heartbeats come every 1 s. */
 const SILENT_MS = 2_500;
 /** Tries to re-create the consumer this often (at most) until one answers: a new stream leader is there within seconds. */
@@ -199,10 +201,12 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
    * at 9 s): meanwhile the stored transitions reach the clients this way, in order.
    */
   const bridge = async (until: Promise<unknown>): Promise<void> => {
+    // Short requests: one sent while the stream elects its leader is dropped, and the next should follow soon after.
+    const bridgeJsm = await jetstreamManager(nc, { checkAPI: false, timeout: BRIDGE_REQUEST_TIMEOUT_MS });
     let done = false;
     void until.finally(() => (done = true));
     while (!done && !stopped && covered) {
-      const m = await jsm.streams.getMessage(TOPOLOGY.transitions.stream, { seq: lastSeq + 1 }).catch(() => null);
+      const m = await bridgeJsm.streams.getMessage(TOPOLOGY.transitions.stream, { seq: lastSeq + 1 }).catch(() => null);
       if (m !== null && !done && !stopped && m.seq === lastSeq + 1) {
         deliver(m.seq, () => m.json<StoredTransition>(), m.time.getTime());
         continue;
