@@ -20,7 +20,16 @@ process.on("SIGINT", () => stopRequested?.());
 
 const catalog = syntheticCatalog(Number(process.env["BENCH_ASSETS"] ?? "10000"));
 for (const note of featureNotices(config)) log("warn", note);
-const service = await startRoleService(config, catalog, { log });
+// As `serve` does: a start that fails is logged and exits 1. Awaited bare at the top level, a rejection printed only
+// Node's report of an uncaught error, whose stack (a NATS TimeoutError's, built in nats-core's timer) names no caller:
+// it read as an unhandled rejection (issue 26, (d)).
+let service: Awaited<ReturnType<typeof startRoleService>>;
+try {
+  service = await startRoleService(config, catalog, { log });
+} catch (e) {
+  log("error", "the service could not start", { error: e instanceof Error ? e.message : String(e) });
+  process.exit(1);
+}
 log("info", "serving", {
   role: service.role,
   assets: service.partition === null ? service.host.size : service.partition.heldAssets(),

@@ -17,6 +17,8 @@ export interface HistoryCounts {
   /** Transitions whose from-state is not the asset's previous to-state in the stream. */
   readonly chainBreaks: number;
   readonly chainBreakLines: readonly string[];
+  /** Assets whose first transition in the stream starts from UNKNOWN (not a break: see `compareHistory`). */
+  readonly firstFromUnknown: readonly string[];
 }
 
 export function compareHistory(receipts: readonly Receipt[], firstSeq: number, clients: readonly TransitionClient[]): HistoryCounts {
@@ -33,10 +35,16 @@ export function compareHistory(receipts: readonly Receipt[], firstSeq: number, c
   }
   const lastTo = new Map<string, string>();
   const chainBreakLines: string[] = [];
+  const firstFromUnknown: string[] = [];
   receipts.forEach((r, i) => {
-    const want = lastTo.get(r.asset) ?? "PEGGED";
-    if (r.from_state !== want) chainBreakLines.push(`seq ${firstSeq + i}: ${r.asset} ${r.from_state}->${r.to_state} after ${want}`);
+    const want = lastTo.get(r.asset);
+    const line = `seq ${firstSeq + i}: ${r.asset} ${r.from_state}->${r.to_state} after ${want ?? "nothing (its first transition)"}`;
+    // An asset's first transition follows no stored one. A cold actor's first published state is not a transition
+    // (src/methodology/evaluate.ts): PEGGED, or UNKNOWN when its first evaluation hit a gate (stale samples on a loaded
+    // machine, an outage incident), so a first transition from UNKNOWN is counted apart, not as a fork.
+    if (want === undefined && r.from_state === "UNKNOWN") firstFromUnknown.push(line);
+    else if (r.from_state !== (want ?? "PEGGED")) chainBreakLines.push(line);
     lastTo.set(r.asset, r.to_state);
   });
-  return { transitions: receipts.length, lost, duplicated, outOfOrder, chainBreaks: chainBreakLines.length, chainBreakLines };
+  return { transitions: receipts.length, lost, duplicated, outOfOrder, chainBreaks: chainBreakLines.length, chainBreakLines, firstFromUnknown };
 }

@@ -1,7 +1,7 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Clock } from "../../clock.ts";
 import type { Config } from "../../config.ts";
-import { ensureTopology, natsLeaseStore, startEmbeddedNats, type EmbeddedNats, type LogFn, type Topology } from "../../streams/jetstream/index.ts";
+import { ensureTopology, natsLeaseStore, startEmbeddedNats, untilAnswered, type EmbeddedNats, type LogFn, type Topology } from "../../streams/jetstream/index.ts";
 import type { UndoStack } from "./undo.ts";
 
 /** NATS as the service uses it: the connection, its JetStream topology and, when the service started it, the server. */
@@ -28,7 +28,8 @@ export async function openNats(config: Config, log: LogFn, undo: UndoStack): Pro
   // that is for every JetStream publish: 10 % of the engine's CPU at 4,000 samples/s (docs/benchmarks.md).
   const nc = await connect({ servers: [...servers], name: "peg-oracle", maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
   undo.push(() => nc.close());
-  const topology = await ensureTopology(nc, config.natsReplicas, { samplesMaxBytes: config.history.samplesStreamMaxBytes });
+  // Idempotent, so a request that times out (a loaded machine, a cluster still electing) is tried again, not fatal.
+  const topology = await untilAnswered("ensuring the streams and buckets", () => ensureTopology(nc, config.natsReplicas, { samplesMaxBytes: config.history.samplesStreamMaxBytes }), { log });
   if (topology.samplesMaxBytes < config.history.samplesStreamMaxBytes) log("warn", "PEG_SAMPLES holds less than SAMPLES_STREAM_MAX_GB: the server's file store could not reserve it", { max_bytes: topology.samplesMaxBytes });
   return { nc, servers, embedded, topology };
 }

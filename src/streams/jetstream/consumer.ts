@@ -1,5 +1,6 @@
 import { AckPolicy, DeliverPolicy, jetstream, JetStreamApiCodes, JetStreamApiError, type ConsumerConfig, type ConsumerInfo, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { untilAnswered } from "./until-answered.ts";
 
 /** Tries of a durable's look-up and creation before a start fails. */
 const DURABLE_ATTEMPTS = 4;
@@ -84,20 +85,23 @@ export async function startBatchConsumer(
   const maxAckPending = opts.inOrder === undefined ? maxBatch * 4 : 1;
   // In nanoseconds: a batch not acked by then is redelivered.
   const ackWait = (opts.inOrder?.ackWaitMs ?? 30_000) * 1_000_000;
-  const existing = await ensureDurable(jsm, opts.stream, {
-    durable_name: opts.durable,
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: opts.startAt === "new" ? DeliverPolicy.New : DeliverPolicy.All,
-    filter_subject: opts.filterSubject,
-    max_ack_pending: maxAckPending,
-    ack_wait: ackWait,
+  // Every step is idempotent: a start under load (JetStream requests timing out) tries again instead of failing.
+  const messages = await untilAnswered(`starting the consumer ${opts.durable}`, async () => {
+    const existing = await ensureDurable(jsm, opts.stream, {
+      durable_name: opts.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: opts.startAt === "new" ? DeliverPolicy.New : DeliverPolicy.All,
+      filter_subject: opts.filterSubject,
+      max_ack_pending: maxAckPending,
+      ack_wait: ackWait,
+    });
+    if (existing !== undefined && opts.inOrder !== undefined && (existing.config.max_ack_pending !== maxAckPending || existing.config.ack_wait !== ackWait)) {
+      await jsm.consumers.update(opts.stream, opts.durable, { max_ack_pending: maxAckPending, ack_wait: ackWait });
+    }
+    const consumer = await jetstream(nc).consumers.get(opts.stream, opts.durable);
+    return consumer.consume({ max_messages: maxBatch * 2 });
   });
-  if (existing !== undefined && opts.inOrder !== undefined && (existing.config.max_ack_pending !== maxAckPending || existing.config.ack_wait !== ackWait)) {
-    await jsm.consumers.update(opts.stream, opts.durable, { max_ack_pending: maxAckPending, ack_wait: ackWait });
-  }
-  const consumer = await jetstream(nc).consumers.get(opts.stream, opts.durable);
   const stats = { batches: 0, messages: 0, failures: 0 };
-  const messages = await consumer.consume({ max_messages: maxBatch * 2 });
   let buffer: JsMsg[] = [];
   let timer: ReturnType<typeof setTimeout> | null = null;
   let chain: Promise<void> = Promise.resolve();

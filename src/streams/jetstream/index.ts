@@ -4,6 +4,7 @@ export { ensureTopology, subjects, TOPOLOGY, type Topology } from "./topology.ts
 export { BoundedPublisher } from "./publisher.ts";
 export { PipelinedPublisher, type PipelinedPublisherOptions, type SamplePublisher } from "./pipelined-publisher.ts";
 export { SnapshotWriter } from "./snapshots.ts";
+export { isTransientNatsError, untilAnswered, type UntilAnsweredOptions } from "./until-answered.ts";
 export { ensureDurable, startBatchConsumer, type BatchConsumer, type BatchConsumerOptions, type BatchMessage } from "./consumer.ts";
 export { EngineLink, type AckedTransition, type EngineLinkOptions, type LogFn } from "./engine-link.ts";
 export {

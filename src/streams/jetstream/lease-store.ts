@@ -1,7 +1,8 @@
-import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { kvLeaderGet } from "./kv-leader-get.ts";
+import { untilAnswered } from "./until-answered.ts";
 
 /**
  * The compare-and-set store the lease protocol runs on (leases.ts): its key layout, its one error, and its NATS KV
@@ -38,8 +39,11 @@ export interface LeaseStore {
   get(key: string): Promise<LeaseRecord | null>;
   /** Creates the key; `LeaseConflictError` when it exists (a deleted key may be created again). */
   create(key: string, value: LeaseValue): Promise<number>;
-  /** Writes when the key is at `revision`; `LeaseConflictError` otherwise. */
-  update(key: string, value: LeaseValue, revision: number): Promise<number>;
+  /**
+   * Writes when the key is at `revision`; `LeaseConflictError` otherwise. `timeoutMs` (default 1,000) bounds the wait
+   * for the answer: an unanswered write may still have landed.
+   */
+  update(key: string, value: LeaseValue, revision: number, timeoutMs?: number): Promise<number>;
   /** Deletes when the key is at `revision`; `LeaseConflictError` otherwise. */
   remove(key: string, revision: number): Promise<void>;
   /** Writes unconditionally (heartbeats: only their own engine writes them). */
@@ -62,6 +66,9 @@ function isConflict(e: unknown): boolean {
   );
 }
 
+/** The lease bucket's JetStream requests (listing, reads, acquisitions, heartbeats) wait this long for an answer. */
+const LEASE_REQUEST_TIMEOUT_MS = 2_000;
+
 /** Name of the lease bucket. */
 export const LEASE_BUCKET = "PEG_LEASES";
 
@@ -73,8 +80,12 @@ export const LEASE_BUCKET = "PEG_LEASES";
  * created with the wrong replica count would not survive the loss of its one node).
  */
 export async function natsLeaseStore(nc: NatsConnection, replicas: number | "open" = 1): Promise<LeaseStore & { readonly kv: KV }> {
-  const kv = replicas === "open" ? await new Kvm(nc).open(LEASE_BUCKET) : await new Kvm(nc).create(LEASE_BUCKET, { history: 1, replicas });
-  const jsm = await jetstreamManager(nc);
+  // Idempotent: tried again while requests time out (a loaded machine, a cluster electing), not a failed start.
+  if (replicas !== "open") await untilAnswered("creating the lease bucket", () => new Kvm(nc).create(LEASE_BUCKET, { history: 1, replicas }));
+  // The lease protocol's own requests wait 2 s at most (not the client's 5 s): a listing or an acquisition sent while
+  // the bucket elects a leader is dropped unanswered, and the next round, after the election, should not wait for it.
+  const kv = await untilAnswered("opening the lease bucket", () => new Kvm(jetstream(nc, { timeout: LEASE_REQUEST_TIMEOUT_MS })).open(LEASE_BUCKET));
+  const jsm = await untilAnswered("opening JetStream", () => jetstreamManager(nc, { timeout: LEASE_REQUEST_TIMEOUT_MS }));
   const encode = (v: LeaseValue) => JSON.stringify(v);
   const subjectPrefix = `$KV.${LEASE_BUCKET}.`;
   const read = async (key: string): Promise<LeaseRecord | null> => {
@@ -87,10 +98,10 @@ export async function natsLeaseStore(nc: NatsConnection, replicas: number | "ope
       return null; // not a lease value: ignored
     }
   };
-  const update = async (key: string, value: LeaseValue, revision: number): Promise<number> => {
+  const update = async (key: string, value: LeaseValue, revision: number, timeoutMs = 1_000): Promise<number> => {
     try {
       // A short timeout: a renewal must land well within the fencing deadline (1.5 s after it was sent), or be retried.
-      return await kv.update(key, encode(value), revision, 1_000);
+      return await kv.update(key, encode(value), revision, timeoutMs);
     } catch (e) {
       if (isConflict(e)) throw new LeaseConflictError(key);
       throw e;

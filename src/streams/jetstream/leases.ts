@@ -68,6 +68,13 @@ export interface LeaseManagerOptions {
   readonly log?: LogFn;
 }
 
+/** A renewal waits this long for its answer at most, then tries again (while its fencing deadline allows). */
+const RENEW_TIMEOUT_MS = 750;
+/** A renewal is not sent with less time than this before its fencing deadline (it could not be answered in time). */
+const RENEW_MIN_TIMEOUT_MS = 150;
+/** Between a failed renewal and the next try. */
+const RENEW_RETRY_PAUSE_MS = 50;
+
 /** How long after a foreign lease's `expires_at` the next planning round runs (the expiry itself must have passed). */
 const EXPIRY_SLACK_MS = 20;
 
@@ -231,35 +238,49 @@ export class LeaseManager {
   }
 
   async #renew(mint: string): Promise<void> {
-    const held = this.#held.get(mint);
-    if (held === undefined || held.releasing === true) return;
-    const sentAt = this.#o.clock.now();
-    try {
-      const revision = await this.#o.store.update(this.#key(mint), { owner: this.#o.self, expires_at: sentAt + this.#ttl }, held.revision);
-      if (this.#held.get(mint) !== held) return; // fenced meanwhile: the actor is stopped; the lease expires on its own
-      held.revision = revision;
-      held.sentAt = sentAt;
-      this.#armFence(mint, held);
-    } catch (e) {
-      if (!(e instanceof LeaseConflictError)) {
-        this.#renewSoon = true;
-        this.#log("warn", "lease renewal failed", { mint, error: e instanceof Error ? e.message : String(e) });
-        return; // unknown outcome: keep going until the fencing deadline
-      }
-      if (this.#held.get(mint) !== held) return;
-      // A renewal whose reply was lost may have landed: the key then still names us, at a newer revision.
-      const current = await this.#o.store.get(this.#key(mint)).catch(() => null);
-      if (this.#held.get(mint) !== held) return;
-      if (current !== null && current.value.owner === this.#o.self && current.value.expires_at > this.#o.clock.now()) {
-        held.revision = current.revision;
-        held.sentAt = current.value.expires_at - this.#ttl;
+    for (let attempt = 1; ; attempt++) {
+      const held = this.#held.get(mint);
+      if (held === undefined || held.releasing === true) return;
+      const sentAt = this.#o.clock.now();
+      // Only an answer before the fencing deadline keeps the asset: wait no longer than that, and try again at once
+      // after a failure (a request lost with a connection to a dead nats-server, a slow answer under load) instead of
+      // a period later, when the deadline has passed (issue 26: one unanswered renewal used to stop the partition).
+      const left = held.sentAt + this.#fenceAfter - sentAt;
+      if (attempt > 1 && left < RENEW_MIN_TIMEOUT_MS) return;
+      // Half of what is left, so an unanswered try leaves time for another.
+      const timeout = Math.max(RENEW_MIN_TIMEOUT_MS, Math.min(RENEW_TIMEOUT_MS, left / 2));
+      try {
+        const revision = await this.#o.store.update(this.#key(mint), { owner: this.#o.self, expires_at: sentAt + this.#ttl }, held.revision, timeout);
+        if (this.#held.get(mint) !== held) return; // fenced meanwhile: the actor is stopped; the lease expires on its own
+        held.revision = revision;
+        held.sentAt = sentAt;
         this.#armFence(mint, held);
         return;
+      } catch (e) {
+        if (!(e instanceof LeaseConflictError)) {
+          this.#renewSoon = true;
+          this.#log("warn", "lease renewal failed", { mint, attempt, error: e instanceof Error ? e.message : String(e) });
+          if (this.#stopped || this.#held.get(mint) !== held) return;
+          // Unknown outcome: keep trying until the fencing deadline (a short pause: a refusal can come at once).
+          await new Promise<void>((r) => this.#o.clock.setTimeout(r, RENEW_RETRY_PAUSE_MS));
+          continue;
+        }
+        if (this.#held.get(mint) !== held) return;
+        // A renewal whose reply was lost may have landed: the key then still names us, at a newer revision.
+        const current = await this.#o.store.get(this.#key(mint)).catch(() => null);
+        if (this.#held.get(mint) !== held) return;
+        if (current !== null && current.value.owner === this.#o.self && current.value.expires_at > this.#o.clock.now()) {
+          held.revision = current.revision;
+          held.sentAt = current.value.expires_at - this.#ttl;
+          this.#armFence(mint, held);
+          return;
+        }
+        this.#drop(mint, held);
+        this.#stats.lost++;
+        this.#log("warn", "lease lost: another engine took the asset", { mint });
+        this.#o.handlers.lost(mint, "taken");
+        return;
       }
-      this.#drop(mint, held);
-      this.#stats.lost++;
-      this.#log("warn", "lease lost: another engine took the asset", { mint });
-      this.#o.handlers.lost(mint, "taken");
     }
   }
 

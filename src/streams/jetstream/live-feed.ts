@@ -1,10 +1,11 @@
-import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream";
+import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Observable } from "rxjs";
 import { parseTimestamp, type EpochMs, type PegState } from "../../methodology/index.ts";
 import type { LogFn } from "./engine-link.ts";
 import type { SampleMessage } from "./messages.ts";
 import { subjects, TOPOLOGY } from "./topology.ts";
+import { untilAnswered } from "./until-answered.ts";
 
 /** One published recompute, as the live feed delivers it. */
 export interface LiveState {
@@ -33,11 +34,19 @@ export interface LiveSink {
 }
 
 /**
- * Short pulls: a pull that expires every 3 s (heartbeats every 1.5 s) notices a lost server quickly, and after a failed
- * check the client retries every `expires` (the 30 s default would leave clients without transitions that long after a
- * cluster node dies).
+ * Short pulls: a pull that expires every 3 s with heartbeats every 1 s notices a lost server quickly (two heartbeats
+ * missed: 2 s), and after a failed check the client retries every `expires` (the 30 s default would leave clients
+ * without transitions that long after a cluster node dies).
  */
-const PULL = { expires: 3_000 } as const;
+const PULL = { expires: 3_000, idle_heartbeat: 1_000 } as const;
+/** While a consumer is being re-created, the stream is asked for the next transition this often... */
+const BRIDGE_POLL_MS = 200;
+/** ...each request waiting this long at most. */
+const BRIDGE_REQUEST_TIMEOUT_MS = 600;
+/** Nothing heard from the consumer (no message, no heartbeat) this long: it is re-created. Heartbeats come every 1 s. */
+const SILENT_MS = 2_500;
+/** Tries to re-create the consumer this often (at most) until one answers: a new stream leader is there within seconds. */
+const REOPEN_MAX_WAIT_MS = 500;
 /** Behind the stream with nothing delivered for this long: the consumer is re-created. */
 const STALL_MS = 3_000;
 
@@ -72,6 +81,17 @@ export class RecentAlertIds {
   get size(): number {
     return this.#ids.size;
   }
+}
+
+/** A transition as stored in PEG_TRANSITIONS (its receipt), the fields the sink takes. */
+interface StoredTransition {
+  readonly alert_id: string;
+  readonly mint: string;
+  readonly asset: string;
+  readonly from_state: PegState;
+  readonly to_state: PegState;
+  readonly discount: string;
+  readonly detected_at: string;
 }
 
 export interface LiveFeed {
@@ -126,90 +146,150 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
   // A short API timeout: while a cluster re-elects leaders a consumer creation can hang, and a quicker retry wins.
   const js = jetstream(nc, { timeout: 2_000 });
   const backfill = { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(opts.now() - opts.windowMs).toISOString() } as const;
-  const consumer = await js.consumers.get(TOPOLOGY.transitions.stream, backfill);
-  const info = await consumer.info(true);
   let covered = false;
   let markReady!: () => void;
   const ready = new Promise<void>((r) => (markReady = r));
-  if (info.num_pending === 0) {
-    // Nothing in the window: everything after the stream's last sequence will be delivered.
-    const stream = await js.streams.get(TOPOLOGY.transitions.stream);
-    const last = (await stream.info(true)).state.last_seq;
-    sink.coverFrom(last + 1);
-    covered = true;
-    markReady();
+  // The first consumer, tried again while JetStream does not answer (a loaded machine, a cluster electing): an API
+  // process that exits because one request timed out during its start serves nobody (bench:cluster, issue 26).
+  let opened: { messages: ConsumerMessages; jsm: JetStreamManager };
+  try {
+    opened = await untilAnswered(
+      "opening the transitions feed",
+      async () => {
+        const consumer = await js.consumers.get(TOPOLOGY.transitions.stream, backfill);
+        const info = await consumer.info(true);
+        // Nothing in the window: everything after the stream's last sequence will be delivered.
+        const emptyFrom = info.num_pending === 0 ? (await (await js.streams.get(TOPOLOGY.transitions.stream)).info(true)).state.last_seq + 1 : null;
+        const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: 1_500 });
+        const messages = await consumer.consume(PULL);
+        if (emptyFrom !== null) {
+          sink.coverFrom(emptyFrom);
+          covered = true;
+          markReady();
+        }
+        return { messages, jsm };
+      },
+      { log },
+    );
+  } catch (e) {
+    states.unsubscribe();
+    throw e;
   }
-  let messages: ConsumerMessages = await consumer.consume(PULL);
+  let messages: ConsumerMessages = opened.messages;
+  const jsm = opened.jsm;
   let stopped = false;
   /** The last stream sequence delivered: a re-created consumer continues right after it. */
   let lastSeq = 0;
+  /** Hands transition `seq` to the sink (the next after `lastSeq`) and moves `lastSeq` on. */
+  const deliver = (seq: number, read: () => StoredTransition, at: number): void => {
+    lastSeq = seq;
+    try {
+      const r = read();
+      if (!covered) {
+        sink.coverFrom(seq);
+        covered = true;
+      }
+      sink.transition({ seq, alert_id: r.alert_id, mint: r.mint, asset: r.asset, from_state: r.from_state, to_state: r.to_state, discount: r.discount, ts: r.detected_at, at });
+    } catch (e) {
+      log("warn", "unreadable transition in the stream", { seq, error: e instanceof Error ? e.message : String(e) });
+    }
+  };
+  /**
+   * While no consumer runs: the transitions after `lastSeq`, read one by one from the stream (its leader answers, no
+   * consumer needed). A consumer is created by the meta leader, and when the lost node led the meta group as well, its
+   * election can end seconds after the stream's (a test saw the stream answer 4.8 s after the loss and a consumer only
+   * at 9 s): meanwhile the stored transitions reach the clients this way, in order.
+   */
+  const bridge = async (until: Promise<unknown>): Promise<void> => {
+    // Short requests: one sent while the stream elects its leader is dropped, and the next should follow soon after.
+    const bridgeJsm = await jetstreamManager(nc, { checkAPI: false, timeout: BRIDGE_REQUEST_TIMEOUT_MS });
+    let done = false;
+    void until.finally(() => (done = true));
+    while (!done && !stopped && covered) {
+      const m = await bridgeJsm.streams.getMessage(TOPOLOGY.transitions.stream, { seq: lastSeq + 1 }).catch(() => null);
+      if (m !== null && !done && !stopped && m.seq === lastSeq + 1) {
+        deliver(m.seq, () => m.json<StoredTransition>(), m.time.getTime());
+        continue;
+      }
+      await new Promise((r) => setTimeout(r, BRIDGE_POLL_MS));
+    }
+  };
   // An ordered consumer recreates itself after a reconnect; should it give up (JetStream unavailable for a while, e.g.
   // while a cluster elects new leaders after losing a node), a new one continues after the last sequence delivered.
   const reopen = async (): Promise<void> => {
-    for (let wait = 250; !stopped; wait = Math.min(wait * 2, 5_000)) {
-      try {
-        const c = await js.consumers.get(TOPOLOGY.transitions.stream, lastSeq === 0 ? backfill : { opt_start_seq: lastSeq + 1 });
-        messages = await c.consume(PULL);
-        return;
-      } catch (e) {
-        log("warn", "live feed: cannot re-create the transitions consumer; retrying", { error: e instanceof Error ? e.message : String(e) });
-        await new Promise((r) => setTimeout(r, wait));
+    const created = (async () => {
+      for (let wait = 100; !stopped; wait = Math.min(wait * 2, REOPEN_MAX_WAIT_MS)) {
+        try {
+          const c = await js.consumers.get(TOPOLOGY.transitions.stream, lastSeq === 0 ? backfill : { opt_start_seq: lastSeq + 1 });
+          return await c.consume(PULL);
+        } catch (e) {
+          log("warn", "live feed: cannot re-create the transitions consumer; retrying", { error: e instanceof Error ? e.message : String(e) });
+          await new Promise((r) => setTimeout(r, wait));
+        }
       }
-    }
+      return null;
+    })();
+    const bridging = bridge(created);
+    const next = await created;
+    await bridging;
+    if (next === null) return;
+    messages = next;
   };
   // Watchdog: an ordered consumer is a single-replica ephemeral consumer; when the cluster node holding it dies, the
-  // client may wait for it forever without noticing. When the stream has moved past what was delivered and nothing
-  // arrived for STALL_MS (monotonic time), the consumer is dropped and a new one continues after the last sequence
-  // delivered.
-  const jsm = await jetstreamManager(nc);
+  // client may wait for it forever without noticing (after a reconnect it only asks the dead consumer for its info,
+  // again and again, and stops watching the heartbeats). Two checks every 250 ms (monotonic time):
+  // - nothing heard from the consumer (no message, no heartbeat: every pull asks for one a second) for SILENT_MS: it
+  //   is re-created at once, without asking the stream (which, electing a leader, would not answer);
+  // - the stream has moved past what was delivered and no message came for STALL_MS (a consumer that answers but
+  //   delivers nothing).
+  // A new consumer continues after the last sequence delivered (issue 26: the stream check alone came 4-8 s after a
+  // node loss, once a transition was stored and 3 s had passed).
   let progressAt = performance.now();
+  let heardAt = performance.now();
   let checking = false;
+  /** A consumer is being followed (not while a new one is being created). */
+  let following = false;
+  const recreate = (why: string, fields: Record<string, unknown>) => {
+    log("warn", `live feed: ${why}; re-creating the transitions consumer`, { after_seq: lastSeq, ...fields });
+    progressAt = heardAt = performance.now();
+    return Promise.race([messages.close(), new Promise((r) => setTimeout(r, 2_000))]);
+  };
   const watchdog = setInterval(() => {
-    if (stopped || checking || performance.now() - progressAt < STALL_MS) return;
+    if (stopped || checking || !following) return;
+    const now = performance.now();
+    if (now - heardAt >= SILENT_MS) {
+      checking = true;
+      void recreate("nothing heard from the transitions consumer", { silent_ms: Math.round(now - heardAt) }).finally(() => (checking = false));
+      return;
+    }
+    if (now - progressAt < STALL_MS) return;
     checking = true;
     void jsm.streams
       .info(TOPOLOGY.transitions.stream)
       .then(async (i) => {
         if (stopped || i.state.last_seq <= lastSeq || performance.now() - progressAt < STALL_MS) return;
-        log("warn", "live feed: the transitions consumer stalled; re-creating it", { after_seq: lastSeq, stream_last_seq: i.state.last_seq });
-        progressAt = performance.now();
-        await Promise.race([messages.close(), new Promise((r) => setTimeout(r, 2_000))]);
+        await recreate("the transitions consumer stalled", { stream_last_seq: i.state.last_seq });
       })
       .catch(() => {})
       .finally(() => (checking = false));
-  }, 1_000);
+  }, 250);
   watchdog.unref?.();
   const follow = async () => {
     // What the client does with the consumer (missed heartbeats, resets, re-creations), for the operator.
+    const current = messages;
+    heardAt = performance.now();
+    following = true;
     void (async () => {
-      for await (const n of messages.status()) {
+      for await (const n of current.status()) {
+        // What the server sends (a heartbeat, a pull's expiry or discard): "next" is the client's own pull.
+        if (current === messages && n.type !== "next") heardAt = performance.now();
         if (n.type !== "next" && n.type !== "heartbeat" && n.type !== "debug" && n.type !== "flow_control" && n.type !== "discard") log("info", "live feed: transitions consumer", { event: n.type });
       }
     })().catch(() => {});
     for await (const m of messages) {
-      progressAt = performance.now();
+      progressAt = heardAt = performance.now();
       if (m.seq <= lastSeq) continue;
-      lastSeq = m.seq;
-      try {
-        const r = m.json<{ alert_id: string; mint: string; asset: string; from_state: PegState; to_state: PegState; discount: string; detected_at: string }>();
-        if (!covered) {
-          sink.coverFrom(m.seq);
-          covered = true;
-        }
-        sink.transition({
-          seq: m.seq,
-          alert_id: r.alert_id,
-          mint: r.mint,
-          asset: r.asset,
-          from_state: r.from_state,
-          to_state: r.to_state,
-          discount: r.discount,
-          ts: r.detected_at,
-          at: m.time.getTime(),
-        });
-      } catch (e) {
-        log("warn", "unreadable transition in the stream", { seq: m.seq, error: e instanceof Error ? e.message : String(e) });
-      }
+      deliver(m.seq, () => m.json<StoredTransition>(), m.time.getTime());
       if (m.info.pending === 0) markReady();
     }
   };
@@ -218,8 +298,10 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
       try {
         await follow();
       } catch (e) {
+        following = false;
         log("warn", "live feed: the transitions consumer failed; re-creating it", { after_seq: lastSeq, error: e instanceof Error ? e.message : String(e) });
       }
+      following = false;
       if (!stopped) await reopen();
     }
   })();
