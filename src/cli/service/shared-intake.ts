@@ -8,6 +8,7 @@ import {
   IntakeLeader,
   IntakePublisher,
   PipelinedPublisher,
+  untilAnswered,
   type IntakeSource,
   type LogFn,
   type natsLeaseStore,
@@ -79,9 +80,9 @@ export function sharedIntake(p: SharedIntakeParts): SharedIntake {
     consumer,
     start: async (part) => {
       partition = part;
-      const bytes = await ensureIntakeStream(nats.topology.jsm, config.natsReplicas, INTAKE_MAX_BYTES);
+      const bytes = await untilAnswered("ensuring PEG_INTAKE", () => ensureIntakeStream(nats.topology.jsm, config.natsReplicas, INTAKE_MAX_BYTES), { log });
       if (bytes < INTAKE_MAX_BYTES) log("warn", "PEG_INTAKE holds less than 2 GiB: the server's file store could not reserve it", { max_bytes: bytes });
-      await consumer.start();
+      await untilAnswered("following PEG_INTAKE", () => consumer.start(), { log });
       undo.push(() => consumer.stop());
     },
     lead: (part, onSupply) => {
