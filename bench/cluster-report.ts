@@ -54,6 +54,8 @@ export interface ClusterRun {
   /** Assets whose first transition starts from UNKNOWN (a cold actor's first state was a gate's): not a break. */
   readonly first_transitions_from_unknown?: number;
   readonly early_handovers: number;
+  /** Owner changes the lease watch saw early, of leases their previous owner had just handed back (a missed delete). */
+  readonly early_handovers_handed_back: number;
   readonly double_owner_transitions: number;
   readonly ws_clients_closed: number;
   /** Assets that resumed without some samples ("no longer kept"), over every fault of the run. */

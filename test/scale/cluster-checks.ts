@@ -118,14 +118,27 @@ export async function watchLeases(nc: NatsConnection, prefix: string, replicas =
   return { history, stop: () => watch.stop() };
 }
 
-/** Owner changes that came before the previous owner's lease expired (or was deleted): must be none. */
-export function earlyHandovers(history: readonly LeaseEvent[]): string[] {
+/** A lease written by a new owner before the previous owner's lease expired. */
+export interface EarlyHandover {
+  readonly key: string;
+  readonly owner: string;
+  readonly at: number;
+  readonly previous: string;
+  readonly expiresAt: number;
+}
+
+/**
+ * Owner changes that came before the previous owner's lease expired (or was deleted): must be none. A watch that lags
+ * (its consumer re-created after a nats-server loss) can miss a delete marker: the bucket keeps one entry per key, so
+ * a delete followed at once by another engine's create leaves only the create to read.
+ */
+export function earlyHandovers(history: readonly LeaseEvent[]): EarlyHandover[] {
   const last = new Map<string, LeaseEvent>();
-  const early: string[] = [];
+  const early: EarlyHandover[] = [];
   for (const h of history) {
     const prev = last.get(h.key);
     if (prev !== undefined && prev.op === "PUT" && h.op === "PUT" && prev.value!.owner !== h.value!.owner && h.at < prev.value!.expires_at) {
-      early.push(`${h.key}: ${h.value!.owner} at ${h.at} before ${prev.value!.owner}'s lease expired at ${prev.value!.expires_at}`);
+      early.push({ key: h.key, owner: h.value!.owner, at: h.at, previous: prev.value!.owner, expiresAt: prev.value!.expires_at });
     }
     last.set(h.key, h);
   }
