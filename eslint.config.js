@@ -54,7 +54,7 @@ export default tseslint.config(
     languageOptions: { sourceType: "commonjs", globals: { module: "writable", require: "readonly" } },
   },
   {
-    files: ["bin/**/*.js", "eslint.config.js"],
+    files: ["bin/**/*.js", "eslint.config.js", ".ci/**/*.mjs"],
     languageOptions: { globals: { process: "readonly", console: "readonly" } },
   },
 );

@@ -120,6 +120,28 @@ export class SimulatedClock implements Clock {
   }
 }
 
+/** Runs `fn` later, once every timer that is due now has had its turn (see `ScaledClock`). */
+export type AfterDueTimers = (fn: () => void) => void;
+
+/**
+ * Two turns of the event loop: `fn` runs in the check phase of the next loop iteration, whose timers phase started
+ * after this call, so every Node timer due by now (a scenario feed's next sample, however late) has run before it.
+ * One turn is not enough: the check phase of this iteration can come before a timer that fell due while this
+ * iteration's timers phase was running.
+ */
+export const nextLoopTurn: AfterDueTimers = (fn) => {
+  setImmediate(() => setImmediate(fn));
+};
+
+/** One timer of a ScaledClock: its scenario due instant once armed, and the base timer it waits on. */
+interface ScaledTimer {
+  readonly fn: () => void;
+  readonly ms: number;
+  due: number;
+  base: unknown;
+  live: boolean;
+}
+
 /**
  * A clock that runs `speed` times faster than `base`, starting at `origin`: scenario feeds replay history at
  * SCENARIO_SPEED with every dwell window scaled alike, and receipts carry scenario time.
@@ -127,33 +149,45 @@ export class SimulatedClock implements Clock {
  * Created `paused`, it reads `origin` and holds the timers set meanwhile until `start()`: a service restarting from
  * recovered actors creates the clock before the rest of its start-up and starts it with the intake, so no dwell
  * timer can fire ahead of the samples that precede its deadline while the service is still starting.
+ *
+ * A timer fires in scenario order with the feed, as in the offline replay (every sample stamped before its due
+ * instant first), however late the event loop runs:
+ * - never early: a base timer that wakes before the scenario due instant (the base clock rounds to whole
+ *   milliseconds, 40 scenario milliseconds at speed 40) waits again for the rest;
+ * - then after every timer that is due by then (`afterDueTimers`, default `nextLoopTurn`). The feed's own timer for
+ *   its next sample is due before any dwell deadline later than that sample, but after a stall (a loaded machine, GC)
+ *   both are overdue and Node runs overdue timers list by list, not in due order: a dwell timer run straight from
+ *   its base timer could evaluate before the feed had delivered samples stamped seconds before its deadline.
  */
 export class ScaledClock implements Clock {
   readonly #base: Clock;
   readonly #origin: number;
   #startedAt: number | null;
   readonly #speed: number;
-  /** Timers set while paused (armed on start), and after start the base timer of each such handle. */
-  readonly #held = new Map<object, { readonly fn: () => void; readonly ms: number; base?: unknown }>();
+  readonly #afterDueTimers: AfterDueTimers;
+  /** Timers set while paused, armed on start. */
+  readonly #held = new Set<ScaledTimer>();
 
-  constructor(origin: number, speed: number, base: Clock = systemClock, opts: { readonly paused?: boolean } = {}) {
+  constructor(
+    origin: number,
+    speed: number,
+    base: Clock = systemClock,
+    opts: { readonly paused?: boolean; readonly afterDueTimers?: AfterDueTimers } = {},
+  ) {
     if (!(speed > 0) || !Number.isFinite(speed)) throw new RangeError("speed must be a positive finite number");
     this.#base = base;
     this.#origin = origin;
     this.#startedAt = opts.paused === true ? null : base.now();
     this.#speed = speed;
+    this.#afterDueTimers = opts.afterDueTimers ?? nextLoopTurn;
   }
 
   /** Starts a paused clock (no-op when running): time runs from `origin` now, and held timers are armed. */
   start(): void {
     if (this.#startedAt !== null) return;
     this.#startedAt = this.#base.now();
-    for (const [handle, t] of this.#held) {
-      t.base = this.#base.setTimeout(() => {
-        this.#held.delete(handle);
-        t.fn();
-      }, this.#scaled(t.ms));
-    }
+    for (const t of this.#held) this.#arm(t);
+    this.#held.clear();
   }
 
   now(): number {
@@ -161,20 +195,38 @@ export class ScaledClock implements Clock {
   }
 
   setTimeout(fn: () => void, ms: number): unknown {
-    if (this.#startedAt !== null) return this.#base.setTimeout(fn, this.#scaled(ms));
-    const handle = {};
-    this.#held.set(handle, { fn, ms });
-    return handle;
+    const t: ScaledTimer = { fn, ms: Math.max(0, ms), due: Number.NaN, base: undefined, live: true };
+    if (this.#startedAt === null) this.#held.add(t);
+    else this.#arm(t);
+    return t;
   }
 
   clearTimeout(id: unknown): void {
-    const held = typeof id === "object" && id !== null ? this.#held.get(id) : undefined;
-    if (held === undefined) {
-      this.#base.clearTimeout(id);
-      return;
-    }
-    this.#held.delete(id as object);
-    if (held.base !== undefined) this.#base.clearTimeout(held.base);
+    if (typeof id !== "object" || id === null || !("live" in id)) return;
+    const t = id as ScaledTimer;
+    t.live = false;
+    this.#held.delete(t);
+    if (t.base !== undefined) this.#base.clearTimeout(t.base);
+    t.base = undefined;
+  }
+
+  #arm(t: ScaledTimer): void {
+    t.due = this.now() + t.ms;
+    this.#wait(t, t.ms);
+  }
+
+  #wait(t: ScaledTimer, ms: number): void {
+    t.base = this.#base.setTimeout(() => {
+      t.base = undefined;
+      if (!t.live) return;
+      const left = t.due - this.now();
+      if (left > 0) return this.#wait(t, left);
+      this.#afterDueTimers(() => {
+        if (!t.live) return;
+        t.live = false;
+        t.fn();
+      });
+    }, this.#scaled(ms));
   }
 
   #scaled(ms: number): number {

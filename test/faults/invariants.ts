@@ -75,8 +75,9 @@ export function expectAckedHistory(acked: readonly Receipt[]): void {
 
 /**
  * How the acknowledged history compares with the offline replay of the same scenario (informational, not asserted:
- * on a scaled clock, an event-loop stall can let a dwell timer fire before samples stamped earlier are ingested, so
- * a loaded machine can make the live run decide differently; see the fault suite's notes in the README).
+ * on a scaled clock, an event-loop stall could let a dwell timer fire before samples stamped earlier were ingested, so
+ * a loaded machine made the live run decide differently; `ScaledClock` prevents that since 2026-11-27, see the fault
+ * suite's notes in the README).
  */
 export function compareWithReplay(acked: readonly Receipt[], expected: readonly Receipt[]): string {
   const want = new Map(expected.map((r) => [r.alert_id, r.receipt_sha256]));
