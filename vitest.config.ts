@@ -27,6 +27,7 @@ export const EXPECTED_SECONDS: Readonly<Record<string, number>> = {
   "test/faults/client-stream.test.ts": 96,
   "test/scale/cluster.test.ts": 94,
   "test/scale/netsplit.test.ts": 95,
+  "test/scale/intake-failover.test.ts": 100,
   "test/faults/nats-restart.test.ts": 94,
   "test/faults/disk-full.test.ts": 86,
   "test/faults/receivers.test.ts": 79,

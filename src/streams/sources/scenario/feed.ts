@@ -7,9 +7,12 @@ import type { Sample } from "../../../methodology/index.ts";
  * first sample to replay at SCENARIO_SPEED). Backpressure: lossless and strictly ordered; the source waits on the
  * clock, so it never runs ahead of its consumer.
  *
- * Every sample already due is emitted at once, in one synchronous batch: after the event loop stalled (load, GC, a
- * catch-up), no due sample waits behind a dwell timer that expired during the stall, so a served scenario decides in
- * the same order as the offline replay (a sample before a deadline is evaluated before it).
+ * Every sample already due is emitted at once, in one synchronous batch, once this feed's timer runs. That alone does
+ * not keep a dwell timer that expired during a stall (load, GC, a catch-up) behind the samples stamped before its
+ * deadline: Node runs overdue timers list by list, not in due order. `ScaledClock` does: it fires a timer only after
+ * every Node timer due before it ran, this feed's included, so a served scenario decides in the order of the offline
+ * replay (a sample before a deadline is evaluated before it). With a shared intake, engines order samples and timers
+ * by the intake's watermark instead (src/streams/jetstream/intake-consumer.ts).
  */
 export function scenarioFeed(
   samples: readonly Sample[],
