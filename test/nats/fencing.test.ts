@@ -46,6 +46,8 @@ function gatedJs(js: JetStreamClient) {
   const state = {
     hold: false,
     loseNextAck: false,
+    /** While set, transition publishes fail before they reach the server (a timeout, a lost connection). */
+    failing: false,
     /** Every transition publish: its msgID and the sequence it expected. */
     calls: [] as { msgID: string | undefined; expected: number | undefined }[],
     /** Transition publishes the server answered (stored, duplicate or rejected). */
@@ -59,6 +61,7 @@ function gatedJs(js: JetStreamClient) {
   const publish = async (subject: string, data?: Parameters<JetStreamClient["publish"]>[1], opts?: Parameters<JetStreamClient["publish"]>[2]): Promise<PubAck> => {
     if (!subject.startsWith("peg.transition.")) return js.publish(subject, data, opts);
     state.calls.push({ msgID: opts?.msgID, expected: opts?.expect?.lastSubjectSequence });
+    if (state.failing) throw new Error("TIMEOUT (test: the publish did not reach the server)");
     if (state.hold) await new Promise<void>((r) => state.held.push(r));
     const ack = await js.publish(subject, data, opts).finally(() => state.settled++);
     if (state.loseNextAck) {
@@ -77,12 +80,12 @@ function gatedJs(js: JetStreamClient) {
   return { js: client, gate: state };
 }
 
-function engine(nc: NatsConnection, topology: Topology, asset: CatalogAsset, clock: SimulatedClock) {
+function engine(nc: NatsConnection, topology: Topology, asset: CatalogAsset, clock: SimulatedClock, retryBaseMs = 20) {
   const host = new ActorHost({ assets: [asset], clock, gitSha: "" });
   const { js, gate } = gatedJs(jetstream(nc));
   const logs: Log[] = [];
   const log = (level: string, msg: string, fields?: Record<string, unknown>) => logs.push({ level, msg, fields });
-  const link = new EngineLink(host, nc, js, topology, { snapshotEveryMs: 20, retryBaseMs: 20, log });
+  const link = new EngineLink(host, nc, js, topology, { snapshotEveryMs: 20, retryBaseMs, log });
   const acked: AckedTransition[] = [];
   link.acked$.subscribe((a) => acked.push(a));
   const decided: Receipt[] = [];
@@ -257,6 +260,27 @@ describe("on one nats-server", () => {
     const snapshotAfter = (await topoA.actors.get(asset.mint))!.string();
     expect(snapshotAfter).not.toBe(snapshotBefore);
     expect(assetStateFromJSON(JSON.parse(snapshotAfter)).published).toBe(bNext.to_state);
+  }, 30_000);
+
+  it("a publish that failed is not tried again once the lease was lost while it waited to retry", async () => {
+    const asset = catalog.bySymbol("USDC")!;
+    const a = engine(ncA, topoA, asset, new SimulatedClock(T0), 1_000);
+    await fenceFromStream(a, topoA, asset);
+    a.feed("1", 2);
+    // The publish fails (every send within its 5 s); the engine waits 1 s before trying again, and loses the lease
+    // meanwhile; then NATS answers again.
+    a.gate.failing = true;
+    const decided = a.until("0.97");
+    await waitFor(() => a.logs.some((l) => l.msg === "transition publish failed; retrying"), 15_000, "the first attempt to fail");
+    a.host.release(asset.mint);
+    a.link.revoke(asset.mint);
+    const sends = a.gate.calls.filter((c) => c.msgID === decided.alert_id).length;
+    a.gate.failing = false;
+    await sleep(1_500); // past the retry
+    expect(a.gate.calls.filter((c) => c.msgID === decided.alert_id)).toHaveLength(sends);
+    expect((await storedTransitions(ncA, asset.mint)).map((s) => s.receipt.alert_id)).not.toContain(decided.alert_id);
+    expect(a.acked).toEqual([]);
+    await a.stop();
   }, 30_000);
 
   it("a new owner whose token predates the old owner's late publish restores from it through the partition and continues", async () => {

@@ -216,6 +216,9 @@ export class EngineLink {
     const mint = receipt.mint;
     let wait = this.#retryBaseMs;
     for (let attempt = 1; ; attempt++) {
+      // The lease was lost (maybe while this waited to retry: `revoke` also drops the token, so a publish now would go
+      // out unfenced): the new owner decides from the last acknowledged state; this decision was never emitted.
+      if (attempt > 1 && this.#epoch(mint) !== epoch) throw new Error(`lease lost before ${receipt.alert_id} was acknowledged; not retried`);
       // Read per attempt, but only this asset's steps (one at a time) and `fence` on acquisition move it.
       const expected = this.#expected.get(mint);
       try {
