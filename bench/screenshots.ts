@@ -11,19 +11,19 @@
  *
  * About four minutes on a 2-core machine.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Page } from "playwright-core";
+import { type Page } from "playwright-core";
 import { loadShippedCatalog } from "../src/catalog/index.ts";
 import { startService } from "../src/cli/service.ts";
 import { parseConfig } from "../src/config.ts";
 import { startNats } from "../test/support/nats.ts";
 import { freePort } from "../test/support/ports.ts";
+import { launchChromium } from "../test/support/chromium.ts";
 
 const OUT = fileURLToPath(new URL("../docs/img/", import.meta.url));
-const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const SEED = process.env["SIM_SEED"] ?? "7";
 const HOLD_MS = Number(process.env["SCREENSHOT_HOLD_MS"] ?? 150_000);
 const DEPEG_TIMEOUT_MS = 240_000;
@@ -38,7 +38,6 @@ async function shoot(page: Page, name: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  if (!existsSync(CHROMIUM)) throw new Error(`chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
   mkdirSync(OUT, { recursive: true });
   const dir = mkdtempSync(join(tmpdir(), "peg-screenshots-"));
   const nats = await startNats();
@@ -55,7 +54,7 @@ async function main(): Promise<void> {
   });
   const startedAt = Date.now();
   const service = await startService(config, catalog, { log: () => {} });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  const browser = await launchChromium();
   try {
     const base = `http://127.0.0.1:${service.api.port}`;
     log(`service on ${base}, simulated market seed ${SEED}; waiting for the first DEPEG`);

@@ -11,21 +11,21 @@
  * receipt, and `verifyWebhook` accepts a delivery the service's signing code signed and refuses it tampered.
  */
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { build } from "esbuild";
-import { chromium, type Browser } from "playwright-core";
+import { type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as PegClientLib from "@peg-oracle/client";
 import { browserBundle } from "../../packages/client/scripts/build-browser.ts";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { generateSigningKey, signDelivery } from "../../src/delivery/index.ts";
 import { startTestService, type TestService } from "../support/service.ts";
+import { launchChromium } from "../support/chromium.ts";
 
-const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const catalog = loadShippedCatalog();
 const dir = mkdtempSync(join(tmpdir(), "peg-browser-client-"));
 let running: TestService;
@@ -55,7 +55,6 @@ function writeScenario(): string {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
   bundle = await browserBundle();
   appServer = createServer((req, res) => {
     if (req.url === "/client.js") res.writeHead(200, { "content-type": "text/javascript" }).end(bundle);
@@ -73,7 +72,7 @@ beforeAll(async () => {
     dataDir: join(dir, "data"),
   });
   base = running.base;
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {

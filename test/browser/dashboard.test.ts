@@ -9,15 +9,15 @@
  * acknowledged, so the page only gets that transition by resuming: its new subscription carries `since_seq` and the
  * server replays the transition on it. Screenshots go to test-results/.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type Browser, type Page, type WebSocketRoute } from "playwright-core";
+import { type Browser, type Page, type WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
 import { startTestService, type TestService } from "../support/service.ts";
+import { launchChromium } from "../support/chromium.ts";
 
-const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const catalog = loadShippedCatalog();
 const dir = mkdtempSync(join(tmpdir(), "peg-browser-"));
 const results = join(process.cwd(), "test-results");
@@ -42,7 +42,6 @@ function writeScenario(): string {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
   mkdirSync(results, { recursive: true });
   running = await startTestService({
     env: {
@@ -57,7 +56,7 @@ beforeAll(async () => {
     dataDir: join(dir, "data"),
   });
   base = running.base;
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {
