@@ -11,9 +11,10 @@
  * (A sample the dead engine evaluated after its last snapshot is evaluated again by design: its state must be
  * rebuilt; those are before the kill and not counted.) One JSON line (`INTAKE-FAILOVER`) per failover.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -31,6 +32,7 @@ import { sleep, waitFor } from "../support/ports.ts";
 import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 import { roleEnv } from "./deploy-env.ts";
 
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const ASSETS = 10_000;
 const PARTITIONS = 64;
 const TICK_MS = 2_000;
@@ -54,6 +56,10 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of procs) if (p.proc.exitCode === null) p.proc.kill("SIGKILL");
   await Promise.all(procs.map((p) => p.exited));
+  // Each engine's log, for a failure's post-mortem.
+  const out = join(ROOT, "test-results", "intake-failover");
+  mkdirSync(out, { recursive: true });
+  for (const p of procs) writeFileSync(join(out, `${p.name}.log`), p.lines.map((l) => JSON.stringify(l)).join("\n"));
   await nc?.close();
   await nats?.dispose();
   await pg?.dispose();
