@@ -161,8 +161,8 @@ export function startPartition(o: PartitionOptions): Partition {
   };
 
   /**
-   * Starts a restored asset's actor (unless the lease went meanwhile), fed what it missed: `samples` (the shared
-   * intake's history of its partition) or `missed` (the scenario, or what this engine received).
+   * Starts a restored asset's actor (unless the lease went meanwhile), fed what it missed: `samples` (its own samples
+   * in the shared intake's history of its partition) or `missed` (the scenario, or what this engine received).
    */
   const startAsset = (r: Read, fromStream: boolean, samples?: readonly ReceivedSample[]): void => {
     const { asset, recovered, applied } = r;
@@ -173,7 +173,7 @@ export function startPartition(o: PartitionOptions): Partition {
     o.link.fence(mint, r.seq);
     const what = fromStream ? "restored asset from the stream after a rejected transition" : "acquired asset";
     const now = o.engineClock.now();
-    const missedOf = (after: EpochMs): readonly ReceivedSample[] => samples?.filter((s) => s.sample.asset === asset.symbol && s.sample.ts > after) ?? missed(asset, after, now);
+    const missedOf = (after: EpochMs): readonly ReceivedSample[] => samples?.filter((s) => s.sample.ts > after) ?? missed(asset, after, now);
     if (recovered === undefined) {
       o.host.activateAsset(mint);
       const caughtUp = catchUp(asset, -Infinity, now, false, missedOf(-Infinity));
@@ -216,8 +216,14 @@ export function startPartition(o: PartitionOptions): Partition {
       const after = Math.min(...reads.map((r) => r.applied));
       const history = await step("reading the partition's history from PEG_INTAKE", hold.history(after));
       if (!leases.held.has(unit)) return hold.cancel();
-      const samples = [...history, ...hold.release()];
-      for (const r of reads) startAsset(r, fromStream, samples);
+      // The partition's samples by asset, once (not one pass over the whole partition per asset).
+      const bySymbol = new Map<string, ReceivedSample[]>();
+      for (const x of [...history, ...hold.release()]) {
+        const list = bySymbol.get(x.sample.asset);
+        if (list === undefined) bySymbol.set(x.sample.asset, [x]);
+        else list.push(x);
+      }
+      for (const r of reads) startAsset(r, fromStream, bySymbol.get(r.asset.symbol) ?? []);
     } catch (e) {
       hold.cancel();
       throw e;
