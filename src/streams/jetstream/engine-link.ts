@@ -5,7 +5,7 @@ import type { ActorHost, StateEvent } from "../../actors/index.ts";
 import { assetStateToJSON } from "../../actors/index.ts";
 import { systemClock, type Clock } from "../../clock.ts";
 import type { AssetState, Receipt } from "../../methodology/index.ts";
-import { sampleMessage } from "./messages.ts";
+import { SAMPLE_TS_HEADER, sampleMessage } from "./messages.ts";
 import { PipelinedPublisher, type SamplePublisher } from "./pipelined-publisher.ts";
 import { BoundedPublisher } from "./publisher.ts";
 import { SampleRecorder, type LogFn } from "./sample-recorder.ts";
@@ -201,7 +201,7 @@ export class EngineLink {
         this.#log("warn", "transition dropped: its asset was lost before it was published", { mint, alert_id: receipt.alert_id });
         return;
       }
-      const ack = await this.#publishUntilAcked(receipt, payload, epoch);
+      const ack = await this.#publishUntilAcked(receipt, payload, epoch, snapshot?.last?.ts);
       if (ack === null) return;
       // The ack is the subject's last message now (or, for a duplicate, a message already there): the next token.
       const expected = this.#expected.get(mint);
@@ -212,7 +212,7 @@ export class EngineLink {
   }
 
   /** Resolves with the ack, or null when the fencing token was rejected (the decision is discarded). */
-  async #publishUntilAcked(receipt: Receipt, payload: string, epoch: number): Promise<PubAck | null> {
+  async #publishUntilAcked(receipt: Receipt, payload: string, epoch: number, sampleTs: number | undefined): Promise<PubAck | null> {
     const mint = receipt.mint;
     let wait = this.#retryBaseMs;
     for (let attempt = 1; ; attempt++) {
@@ -222,13 +222,10 @@ export class EngineLink {
       // Read per attempt, but only this asset's steps (one at a time) and `fence` on acquisition move it.
       const expected = this.#expected.get(mint);
       try {
-        return await this.#publisher.publish(
-          subjects.transition(mint),
-          payload,
-          receipt.alert_id,
-          5_000,
-          expected === undefined ? undefined : { lastSubjectSequence: expected },
-        );
+        return await this.#publisher.publish(subjects.transition(mint), payload, receipt.alert_id, 5_000, {
+          ...(expected === undefined ? {} : { lastSubjectSequence: expected }),
+          ...(sampleTs === undefined ? {} : { headers: { [SAMPLE_TS_HEADER]: String(sampleTs) } }),
+        });
       } catch (publishError) {
         let e = publishError;
         if (isWrongLastSequence(e)) {

@@ -56,6 +56,13 @@ export function sampleMessage(e: StateEvent): SampleMessage {
   };
 }
 
+/**
+ * Header of a transition message (not part of the receipt): the timestamp (epoch ms) of the last sample the asset's
+ * state reflects after the decision. The receipt's `now` is the evaluation instant, which for a live feed is later
+ * than the sample's own stamp; a take-over resumes after this one (partition.ts), not after `now`.
+ */
+export const SAMPLE_TS_HEADER = "Peg-Sample-Ts";
+
 /** `Nats-Msg-Id` of a sample message: one evaluation per asset, instant and trigger. */
 export function sampleMsgId(e: StateEvent): string {
   return `${e.mint}|${e.now}|${e.trigger}`;

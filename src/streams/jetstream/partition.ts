@@ -63,11 +63,17 @@ export interface PartitionIntake {
   drop(unit: string): void;
 }
 
-/** An asset's state as read for its acquisition: `applied` is the instant of the last sample it reflects. */
+/**
+ * An asset's state as read for its acquisition. `applied`: the instant of its last evaluation (a sample evaluated at
+ * or before it was seen). `appliedTs`: the stamp of the last sample it reflects. A scenario evaluates a sample at its
+ * stamp, so the two agree; a live feed evaluates it when it arrived, later, and under load later than the next
+ * samples' stamps, which are still to be evaluated.
+ */
 interface Read {
   readonly asset: HostAsset;
   readonly recovered: { readonly state: AssetState; readonly source: string } | undefined;
   readonly applied: EpochMs;
+  readonly appliedTs: EpochMs;
   readonly seq: number;
 }
 
@@ -131,6 +137,8 @@ export function startPartition(o: PartitionOptions): Partition {
    */
   const catchUp = (asset: HostAsset, after: EpochMs, now: EpochMs, restoredEarlier: boolean, samples: readonly ReceivedSample[]): number => {
     let last = after;
+    // Shared intake: `after` is the stamp of the last sample applied (`Read.appliedTs`), and a stamp at or before the
+    // last one fed is a sample published twice (a new intake resumes at the stream's watermark).
     let fed = 0;
     for (const { sample, at } of samples) {
       if (o.intake !== undefined && sample.ts <= last) continue;
@@ -157,7 +165,8 @@ export function startPartition(o: PartitionOptions): Partition {
     const at = recovered?.state.evaluatedAt ?? null;
     // After a dwell-timer evaluation at D a sample stamped D is still due (the timer fires first).
     const applied = at === null ? -Infinity : recovered!.state.lastTrigger === "dwell_timer" ? at - 1 : at;
-    return { asset, recovered, applied, seq: read.transitionSeqs.get(mint) ?? 0 };
+    const appliedTs = recovered?.state.last?.ts ?? -Infinity;
+    return { asset, recovered, applied, appliedTs, seq: read.transitionSeqs.get(mint) ?? 0 };
   };
 
   /**
@@ -173,7 +182,11 @@ export function startPartition(o: PartitionOptions): Partition {
     o.link.fence(mint, r.seq);
     const what = fromStream ? "restored asset from the stream after a rejected transition" : "acquired asset";
     const now = o.engineClock.now();
-    const missedOf = (after: EpochMs): readonly ReceivedSample[] => samples?.filter((s) => s.sample.ts > after) ?? missed(asset, after, now);
+    // The shared intake's samples this state has not seen: evaluated after its last evaluation, and newer than its last
+    // sample (what the previous owner received before that instant, it evaluated or dropped).
+    const unseen = (x: ReceivedSample): boolean => x.at > r.applied && x.sample.ts > r.appliedTs;
+    const missedOf = (after: EpochMs): readonly ReceivedSample[] => samples?.filter(unseen) ?? missed(asset, after, now);
+    const boundary = samples === undefined ? applied : r.appliedTs;
     if (recovered === undefined) {
       o.host.activateAsset(mint);
       const caughtUp = catchUp(asset, -Infinity, now, false, missedOf(-Infinity));
@@ -185,10 +198,10 @@ export function startPartition(o: PartitionOptions): Partition {
     let caughtUp = 0;
     if (at !== null && at <= now) {
       o.host.restoreAsset(mint, state, at);
-      caughtUp = catchUp(asset, applied, now, true, missedOf(applied));
+      caughtUp = catchUp(asset, boundary, now, true, missedOf(applied));
     } else {
       o.host.restoreAsset(mint, state, now);
-      if (o.samplesOf !== undefined || o.intake !== undefined) fedUntil.set(asset.symbol, applied);
+      if (o.samplesOf !== undefined || o.intake !== undefined) fedUntil.set(asset.symbol, boundary);
     }
     o.log("info", what, { asset: asset.symbol, mint, from: recovered.source, state_at: at === null ? null : new Date(at).toISOString(), caught_up: caughtUp });
   };

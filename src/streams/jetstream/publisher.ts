@@ -1,10 +1,19 @@
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
+import { headers as natsHeaders } from "@nats-io/transport-node";
 import { isTransientNatsError } from "./until-answered.ts";
 
 /** Without an answer this long, the same publish is sent again (within the caller's timeout). */
 const RESEND_MS = 1_000;
 /** After a quick transient failure (no responders, JetStream temporarily unavailable): the next send. */
 const RETRY_MS = 250;
+
+/** How one message is published (`BoundedPublisher.publish`). */
+export interface PublishOptions {
+  /** Stored only if the last message on the subject has this stream sequence (0: none), else error 10071. */
+  readonly lastSubjectSequence?: number;
+  /** Headers besides `Nats-Msg-Id`. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
 
 /**
  * JetStream publishing with a bounded in-flight window: at most `window` publishes await their ack at once; a
@@ -53,12 +62,12 @@ export class BoundedPublisher {
     data: string | Uint8Array,
     msgID: string,
     timeoutMs = 5_000,
-    expect?: { readonly lastSubjectSequence: number },
+    options: PublishOptions = {},
   ): Promise<PubAck> {
     while (this.#inFlight >= this.#window) await new Promise<void>((r) => this.#waiters.push(r));
     this.#inFlight++;
     try {
-      const ack = await this.#resending(subject, data, msgID, timeoutMs, expect);
+      const ack = await this.#resending(subject, data, msgID, timeoutMs, options);
       this.#published++;
       return ack;
     } catch (e) {
@@ -70,8 +79,16 @@ export class BoundedPublisher {
     }
   }
 
-  #resending(subject: string, data: string | Uint8Array, msgID: string, timeoutMs: number, expect: { readonly lastSubjectSequence: number } | undefined): Promise<PubAck> {
+  #resending(subject: string, data: string | Uint8Array, msgID: string, timeoutMs: number, options: PublishOptions): Promise<PubAck> {
     const deadline = performance.now() + timeoutMs;
+    const { lastSubjectSequence } = options;
+    const expect = lastSubjectSequence === undefined ? {} : { expect: { lastSubjectSequence } };
+    let extra: { headers: ReturnType<typeof natsHeaders> } | object = {};
+    if (options.headers !== undefined) {
+      const h = natsHeaders();
+      for (const [k, v] of Object.entries(options.headers)) h.set(k, v);
+      extra = { headers: h };
+    }
     return new Promise<PubAck>((resolve, reject) => {
       let settled = false;
       let outstanding = 0;
@@ -94,7 +111,7 @@ export class BoundedPublisher {
         if (settled) return;
         const left = deadline - performance.now();
         outstanding++;
-        this.#js.publish(subject, data, { msgID, timeout: Math.max(1, Math.ceil(left)), ...(expect === undefined ? {} : { expect }) }).then(
+        this.#js.publish(subject, data, { msgID, timeout: Math.max(1, Math.ceil(left)), ...expect, ...extra }).then(
           (ack) => settle(() => resolve(ack)),
           (e: unknown) => {
             outstanding--;

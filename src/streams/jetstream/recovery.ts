@@ -1,7 +1,9 @@
 import { DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
+import type { MsgHdrs } from "@nats-io/transport-node";
 import { assetStateFromJSON, type ActorHost, type HostAsset } from "../../actors/index.ts";
 import { parseTimestamp, stateFromReceipt, type AssetState } from "../../methodology/index.ts";
 import type { LogFn } from "./engine-link.ts";
+import { SAMPLE_TS_HEADER } from "./messages.ts";
 import { subjects, TOPOLOGY, type Topology } from "./topology.ts";
 
 export interface RecoverySummary {
@@ -22,14 +24,37 @@ interface ReceiptLike {
   readonly detected_at: string;
 }
 
+/** An asset's last message on `peg.transition.<mint>`. */
+interface StoredTransition {
+  readonly seq: number;
+  readonly msgId: string | null;
+  readonly receipt: ReceiptLike;
+  /** The stamp of the last sample the state after it reflects (`SAMPLE_TS_HEADER`); null on older messages. */
+  readonly sampleTs: number | null;
+}
+
+function storedTransition(seq: number, h: MsgHdrs | undefined, receipt: ReceiptLike): StoredTransition {
+  const ts = Number(h?.get(SAMPLE_TS_HEADER) || NaN);
+  return { seq, msgId: h?.get("Nats-Msg-Id") || null, receipt, sampleTs: Number.isFinite(ts) ? ts : null };
+}
+
+/**
+ * The state right after a stored transition: rebuilt from its receipt, with the last sample's own stamp where the
+ * message carries it (a receipt has only the evaluation instant, later than the stamp for a live feed).
+ */
+function stateAfter(t: StoredTransition): AssetState {
+  const state = stateFromReceipt(t.receipt);
+  return t.sampleTs === null || state.last === null ? state : { ...state, last: { ...state.last, ts: t.sampleTs } };
+}
+
 /**
  * The last message on `peg.transition.<mint>` (its stream sequence is the asset's fencing token, docs/scaling.md), or
  * null when the subject has none.
  */
-export async function lastTransition(topology: Pick<Topology, "jsm">, mint: string): Promise<{ seq: number; msgId: string | null; receipt: ReceiptLike } | null> {
+export async function lastTransition(topology: Pick<Topology, "jsm">, mint: string): Promise<StoredTransition | null> {
   try {
     const m = await topology.jsm.streams.getMessage(TOPOLOGY.transitions.stream, { last_by_subj: subjects.transition(mint) });
-    return m === null ? null : { seq: m.seq, msgId: m.header?.get("Nats-Msg-Id") || null, receipt: m.json<ReceiptLike>() };
+    return m === null ? null : storedTransition(m.seq, m.header, m.json<ReceiptLike>());
   } catch (e) {
     if (/no message found|not found/i.test(e instanceof Error ? e.message : String(e))) return null;
     throw e;
@@ -95,11 +120,10 @@ export async function readRecovery(assets: readonly HostAsset[], topology: Topol
       log("warn", "ignoring unreadable actor snapshot", { asset: asset.symbol, error: e instanceof Error ? e.message : String(e) });
     }
     transitionSeqs.set(asset.mint, lastMsg?.seq ?? 0);
-    const last = lastMsg?.receipt ?? null;
-    const lastAt = last === null ? null : parseTimestamp(last.detected_at);
+    const lastAt = lastMsg === null ? null : parseTimestamp(lastMsg.receipt.detected_at);
     const newer = snapshot === null || snapshot.evaluatedAt === null || options.preferTransition === true || (lastAt !== null && lastAt > snapshot.evaluatedAt);
-    if (last !== null && lastAt !== null && newer) {
-      out.set(asset.mint, { state: stateFromReceipt(last), source: "transition" });
+    if (lastMsg !== null && lastAt !== null && newer) {
+      out.set(asset.mint, { state: stateAfter(lastMsg), source: "transition" });
     } else if (snapshot !== null) {
       out.set(asset.mint, { state: snapshot, source: "snapshot" });
     } else {
@@ -129,13 +153,11 @@ async function snapshotText(topology: Topology, mint: string): Promise<string | 
   return entry !== null && entry.length > 0 ? entry.string() : null;
 }
 
-type LastTransition = NonNullable<Awaited<ReturnType<typeof lastTransition>>>;
-
 /**
  * Every actor snapshot (the KV bucket's last value per key; a deleted or purged key has an empty value and is left
  * out) and every asset's last transition, each in one pass over its stream.
  */
-async function readAllLast(topology: Topology): Promise<{ snapshots: Map<string, string>; transitions: Map<string, LastTransition> }> {
+async function readAllLast(topology: Topology): Promise<{ snapshots: Map<string, string>; transitions: Map<string, StoredTransition> }> {
   const kvPrefix = `$KV.${TOPOLOGY.actors.bucket}.`;
   const transitionPrefix = subjects.transition("");
   const [snapshotMsgs, transitionMsgs] = await Promise.all([
@@ -144,9 +166,9 @@ async function readAllLast(topology: Topology): Promise<{ snapshots: Map<string,
   ]);
   const snapshots = new Map<string, string>();
   for (const m of snapshotMsgs) if (m.data.length > 0) snapshots.set(m.subject.slice(kvPrefix.length), m.string());
-  const transitions = new Map<string, LastTransition>();
+  const transitions = new Map<string, StoredTransition>();
   for (const m of transitionMsgs) {
-    transitions.set(m.subject.slice(transitionPrefix.length), { seq: m.seq, msgId: m.headers?.get("Nats-Msg-Id") || null, receipt: m.json<ReceiptLike>() });
+    transitions.set(m.subject.slice(transitionPrefix.length), storedTransition(m.seq, m.headers, m.json<ReceiptLike>()));
   }
   return { snapshots, transitions };
 }
