@@ -6,10 +6,10 @@ import type { AssetState, EpochMs, Sample } from "../../methodology/index.ts";
 import type { EngineLink, LogFn } from "./engine-link.ts";
 import type { IntakeHold } from "./intake-consumer.ts";
 import { leaseUnits } from "./lease-partitions.ts";
-import { limiter } from "./limiter.ts";
 import { LeaseManager, type LeaseManagerOptions, type LeaseStore } from "./leases.ts";
 import { RecentSamples, type ReceivedSample } from "./recent-samples.ts";
-import { readRecovery } from "./recovery.ts";
+import { BULK_FROM } from "./recovery.ts";
+import { RestoreReads } from "./restore-reads.ts";
 import type { Topology } from "./topology.ts";
 
 /** A receipt-shaped record from the store, for assets with neither snapshot nor transition in NATS. */
@@ -115,6 +115,14 @@ export function startPartition(o: PartitionOptions): Partition {
   const received = o.samplesOf === undefined && o.intake === undefined ? new RecentSamples({ windowMs: o.retainMs ?? 60_000, maxPerAsset: 1_000 }) : null;
   for (const a of o.assets) o.host.release(a.mint);
   const store = o.store;
+  // A failover's thousands of acquired assets read in one pass; at most 32 per-asset reads at once otherwise (each two
+  // NATS requests: thousands in flight made the engine's own lease renewals time out behind them, bench:cluster).
+  const reads = new RestoreReads({
+    topology: o.topology,
+    log: o.log,
+    bulkFrom: Math.max(BULK_FROM, Math.ceil(o.assets.length / 8)),
+    ...(o.fromStore === undefined ? {} : { fromStore: o.fromStore }),
+  });
 
   /** The samples an acquired asset missed, `after` < ts (<= `now` for a replayable feed), with their instants. */
   const missed = (asset: HostAsset, after: EpochMs, now: EpochMs): readonly ReceivedSample[] => {
@@ -156,17 +164,12 @@ export function startPartition(o: PartitionOptions): Partition {
   const readState = async (mint: string, fromStream: boolean): Promise<Read> => {
     const asset = byMint.get(mint);
     if (asset === undefined) throw new Error(`unknown asset ${mint}`);
-    const read = await readRecovery([asset], o.topology, {
-      log: o.log,
-      ...(o.fromStore === undefined ? {} : { fromStore: o.fromStore }),
-      preferTransition: fromStream,
-    });
-    const recovered = read.states.get(mint);
+    const { recovered, seq } = await reads.read(asset, fromStream);
     const at = recovered?.state.evaluatedAt ?? null;
     // After a dwell-timer evaluation at D a sample stamped D is still due (the timer fires first).
     const applied = at === null ? -Infinity : recovered!.state.lastTrigger === "dwell_timer" ? at - 1 : at;
     const appliedTs = recovered?.state.last?.ts ?? -Infinity;
-    return { asset, recovered, applied, appliedTs, seq: read.transitionSeqs.get(mint) ?? 0 };
+    return { asset, recovered, applied, appliedTs, seq };
   };
 
   /**
@@ -224,7 +227,7 @@ export function startPartition(o: PartitionOptions): Partition {
         throw new Error(`${what}: ${e instanceof Error ? e.message : String(e)}`);
       });
     try {
-      const reads = await step("reading the assets' states", Promise.all(mints.map((mint) => restoring.run(() => readState(mint, fromStream)))));
+      const reads = await step("reading the assets' states", Promise.all(mints.map((mint) => readState(mint, fromStream))));
       if (!leases.held.has(unit)) return hold.cancel();
       const after = Math.min(...reads.map((r) => r.applied));
       const history = await step("reading the partition's history from PEG_INTAKE", hold.history(after));
@@ -243,9 +246,6 @@ export function startPartition(o: PartitionOptions): Partition {
     }
   };
 
-  // Restores at once, across every unit being acquired: each reads NATS twice, and thousands in flight (a failover of
-  // partitions at 10,000 assets) made the engine's own lease renewals time out behind them (bench:cluster).
-  const restoring = limiter(RESTORES_AT_ONCE);
   const units = leaseUnits(
     o.assets.map((a) => a.mint),
     o.partitions ?? 0,
@@ -263,7 +263,7 @@ export function startPartition(o: PartitionOptions): Partition {
       // A partition's assets are restored together (a failover restores all of a dead engine's partitions at once).
       acquired: async (unit) => {
         if (o.intake !== undefined) await acquiredFromIntake(o.intake, unit, units.assetsOf(unit));
-        else await Promise.all(units.assetsOf(unit).map((mint) => restoring.run(() => acquired(mint))));
+        else await Promise.all(units.assetsOf(unit).map((mint) => acquired(mint)));
       },
       lost: (unit) => {
         o.intake?.drop(unit);
@@ -336,5 +336,3 @@ export async function sharedScenarioNow(kv: KV, first: EpochMs, wallNow: EpochMs
   return origin.scenario_ms + Math.floor((wallNow - origin.wall_ms) * speed);
 }
 
-/** Asset restores in flight at once on an engine (each two NATS reads). */
-const RESTORES_AT_ONCE = 32;

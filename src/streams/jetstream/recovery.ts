@@ -79,6 +79,11 @@ export interface RecoveryOptions {
    * when the snapshot is newer.
    */
   readonly preferTransition?: boolean;
+  /**
+   * One pass over each stream's last messages (true) or two reads per asset (false). Default: from `BULK_FROM`
+   * assets on. A pass reads every asset's, so it pays for a share of the assets only (`RestoreReads`).
+   */
+  readonly bulk?: boolean;
 }
 
 /** What `readRecovery` found. */
@@ -100,7 +105,7 @@ export interface RecoveryRead {
  */
 export async function readRecovery(assets: readonly HostAsset[], topology: Topology, options: RecoveryOptions = {}): Promise<RecoveryRead> {
   const log = options.log ?? (() => {});
-  const bulk = assets.length >= BULK_FROM ? await readAllLast(topology) : null;
+  const bulk = (options.bulk ?? assets.length >= BULK_FROM) ? await readAllLast(topology) : null;
   const out = new Map<string, { state: AssetState; source: RecoverySource }>();
   const transitionSeqs = new Map<string, number>();
   const neither: HostAsset[] = [];
@@ -109,10 +114,7 @@ export async function readRecovery(assets: readonly HostAsset[], topology: Topol
     // state, or cold, because the snapshot could not be fetched would rewind the asset. Only a snapshot that was read
     // and does not decode is ignored.
     // Both reads of an asset at once: a take-over restores thousands of assets, each two round trips.
-    const [text, lastMsg] =
-      bulk === null
-        ? await Promise.all([snapshotText(topology, asset.mint), lastTransition(topology, asset.mint)])
-        : [bulk.snapshots.get(asset.mint) ?? null, bulk.transitions.get(asset.mint) ?? null];
+    const [text, lastMsg] = bulk === null ? await Promise.all([snapshotText(topology, asset.mint), lastTransition(topology, asset.mint)]) : bulk.of(asset.mint);
     let snapshot: AssetState | null = null;
     try {
       if (text !== null) snapshot = assetStateFromJSON(JSON.parse(text));
@@ -155,22 +157,27 @@ async function snapshotText(topology: Topology, mint: string): Promise<string | 
 
 /**
  * Every actor snapshot (the KV bucket's last value per key; a deleted or purged key has an empty value and is left
- * out) and every asset's last transition, each in one pass over its stream.
+ * out) and every asset's last transition, each in one pass over its stream. Decoded only for the assets asked for
+ * (`of`): a take-over reads the whole catalogue's and restores a share of it.
  */
-async function readAllLast(topology: Topology): Promise<{ snapshots: Map<string, string>; transitions: Map<string, StoredTransition> }> {
+async function readAllLast(topology: Topology): Promise<{ of(mint: string): [string | null, StoredTransition | null] }> {
   const kvPrefix = `$KV.${TOPOLOGY.actors.bucket}.`;
   const transitionPrefix = subjects.transition("");
   const [snapshotMsgs, transitionMsgs] = await Promise.all([
     lastPerSubject(topology, `KV_${TOPOLOGY.actors.bucket}`, `${kvPrefix}>`),
     lastPerSubject(topology, TOPOLOGY.transitions.stream, `${transitionPrefix}>`),
   ]);
-  const snapshots = new Map<string, string>();
-  for (const m of snapshotMsgs) if (m.data.length > 0) snapshots.set(m.subject.slice(kvPrefix.length), m.string());
-  const transitions = new Map<string, StoredTransition>();
-  for (const m of transitionMsgs) {
-    transitions.set(m.subject.slice(transitionPrefix.length), storedTransition(m.seq, m.headers, m.json<ReceiptLike>()));
-  }
-  return { snapshots, transitions };
+  const snapshots = new Map<string, JsMsg>();
+  for (const m of snapshotMsgs) if (m.data.length > 0) snapshots.set(m.subject.slice(kvPrefix.length), m);
+  const transitions = new Map<string, JsMsg>();
+  for (const m of transitionMsgs) transitions.set(m.subject.slice(transitionPrefix.length), m);
+  return {
+    of: (mint) => {
+      const s = snapshots.get(mint);
+      const t = transitions.get(mint);
+      return [s === undefined ? null : s.string(), t === undefined ? null : storedTransition(t.seq, t.headers, t.json<ReceiptLike>())];
+    },
+  };
 }
 
 /** The last message of every subject matching `filter` in `stream`, through an ordered consumer, in one pass. */
