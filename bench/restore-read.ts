@@ -1,10 +1,10 @@
 /**
  * How long a take-over reads the states of the assets it acquires (issue 26 item 3: kill -> restored):
  * `npm run bench:restore-read -- [assets] [moved]`. A fresh nats-server, `ensureTopology`, a real actor snapshot
- * for every asset in `peg_actors` and a transition for one asset in ten; then the states of `moved` assets (a
- * failover's share) are read three ways: per asset (a KV get and a last-by-subject get each, 32 assets at a time, as
- * `startPartition` did), one `readRecovery` of every moved asset (one pass over each stream's last messages), and the
- * decode alone. Prints one JSON line.
+ * for every asset in `peg_actors`; then the states of `moved` assets (a failover's share) are read two ways: asset by
+ * asset (a KV get and a last-by-subject get each, 32 assets at a time, as `startPartition` did before `RestoreReads`),
+ * and in one `readRecovery` pass over each stream's last messages (what `RestoreReads` does for a large batch).
+ * Prints one JSON line.
  */
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
