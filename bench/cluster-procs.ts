@@ -26,8 +26,9 @@ export interface RoleProcess {
   line(match: (l: LogLine) => boolean, timeoutMs: number, what: string, from?: number): Promise<LogLine>;
 }
 
-export function spawnRole(name: string, env: Record<string, string>): RoleProcess {
-  const proc = spawn(process.execPath, ["--import", "tsx", CHILD], {
+/** Starts a role process; `nodeArgs` go to its node (e.g. `--cpu-prof`, which NODE_OPTIONS does not take). */
+export function spawnRole(name: string, env: Record<string, string>, nodeArgs: readonly string[] = []): RoleProcess {
+  const proc = spawn(process.execPath, [...nodeArgs, "--import", "tsx", CHILD], {
     cwd: ROOT,
     env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", ...env },
     stdio: ["ignore", "ignore", "pipe"],

@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SimulatedClock } from "../../src/clock.ts";
-import { LEASE_KEYS, LeaseManager, planLeases, type LeaseRecord } from "../../src/streams/jetstream/leases.ts";
+import { LEASE_KEYS, LEASE_MARGIN_MS, LeaseManager, planLeases, type LeaseRecord } from "../../src/streams/jetstream/leases.ts";
 import { FakeLeaseBucket, FakeLink } from "./lease-fake-store.ts";
 
 const TTL = 6_000;
@@ -267,12 +267,15 @@ describe("LeaseManager on a CAS store", () => {
     const b = w.spawn();
     a.link.cut = true; // a keeps running but cannot reach the bucket
     const cutAt = w.clock.now();
-    await w.advance(TTL - 1_000);
-    // Fenced: a stopped everything before any lease it wrote could expire.
+    // Its last renewal was sent at most a period (plus a reply's latency) before the cut: nothing expired yet.
+    await w.advance(TTL - LEASE_MARGIN_MS - EVERY - 300);
+    expect(b.manager.held.size).toBe(0);
+    await w.advance(EVERY + 300);
+    // Fenced: a stopped everything before any lease it wrote could expire (b starting an asset a still ran is a
+    // violation).
     expect(a.manager.held.size).toBe(0);
     expect(a.manager.stats.fenced).toBe(12);
     for (const s of w.running.values()) expect(s.has(a.id)).toBe(false);
-    expect(b.manager.held.size).toBe(0); // nothing expired yet
     await w.advance(6_000);
     expect(b.manager.held.size).toBe(12);
     expect(w.clock.now() - cutAt).toBeLessThan(12_000);

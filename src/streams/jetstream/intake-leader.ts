@@ -5,7 +5,7 @@ import type { EpochMs, Sample } from "../../methodology/index.ts";
 import type { SupplyLeg } from "../sources/legs.ts";
 import { decodeIntakeBatch } from "./intake-batch.ts";
 import type { IntakePublisher } from "./intake-publisher.ts";
-import { LeaseConflictError, type LeaseStore } from "./lease-store.ts";
+import { LEASE_MARGIN_MS, LEASE_TTL_MS, LeaseConflictError, type LeaseStore } from "./lease-store.ts";
 import type { LogFn } from "./sample-recorder.ts";
 import { TOPOLOGY } from "./topology.ts";
 
@@ -48,6 +48,8 @@ interface Term {
   readonly subscription: Subscription;
   readonly watermark: () => EpochMs;
   sealer: unknown;
+  /** The fencing deadline: `fenceAfterMs` after the sending of the last successful write. */
+  deadline: number;
   revision: number;
   /** The fencing deadline's timer: `fenceAfterMs` after the sending of the last successful write. */
   fence: unknown;
@@ -74,9 +76,9 @@ export class IntakeLeader {
 
   constructor(options: IntakeLeaderOptions) {
     this.#o = options;
-    this.#ttl = options.ttlMs ?? 2_500;
+    this.#ttl = options.ttlMs ?? LEASE_TTL_MS;
     this.#every = options.renewEveryMs ?? 500;
-    this.#fenceAfter = options.fenceAfterMs ?? this.#ttl - 1_000;
+    this.#fenceAfter = options.fenceAfterMs ?? this.#ttl - LEASE_MARGIN_MS;
     if (!(this.#every < this.#fenceAfter && this.#fenceAfter < this.#ttl)) throw new RangeError("lease timing must satisfy renewEveryMs < fenceAfterMs < ttlMs");
   }
 
@@ -116,7 +118,8 @@ export class IntakeLeader {
   #armFence(t: Term, sentAt: number): void {
     const { clock } = this.#o;
     clock.clearTimeout(t.fence);
-    t.fence = clock.setTimeout(() => void this.#end("fenced: the intake lease was not renewed in time"), Math.max(0, sentAt + this.#fenceAfter - clock.now()));
+    t.deadline = sentAt + this.#fenceAfter;
+    t.fence = clock.setTimeout(() => void this.#end("fenced: the intake lease was not renewed in time"), Math.max(0, t.deadline - clock.now()));
   }
 
   async #campaign(): Promise<void> {
@@ -148,10 +151,12 @@ export class IntakeLeader {
         }),
       );
     }
-    const t: Term = { publisher, subscription, watermark, sealer: null, revision, fence: null };
+    const t: Term = { publisher, subscription, watermark, sealer: null, revision, fence: null, deadline: sentAt + this.#fenceAfter };
     const every = this.#o.sealEveryMs ?? 50;
     const seal = (): void => {
       if (this.#term !== t) return;
+      // Past the fencing deadline, whether or not the fence's timer has run yet (a busy event loop runs it late).
+      if (clock.now() >= t.deadline) return void this.#end("fenced: the intake lease was not renewed in time");
       publisher.seal(watermark());
       t.sealer = clock.setTimeout(seal, every);
     };

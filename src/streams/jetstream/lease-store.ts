@@ -10,6 +10,18 @@ import { untilAnswered } from "./until-answered.ts";
  * the owner.
  */
 
+/**
+ * Default lease lifetime: how long after a dead engine's last renewal its units move (issue 26: kill -> restored
+ * < 3 s). Renewed every 500 ms, fenced 1,500 ms after the last renewal sent.
+ */
+export const LEASE_TTL_MS = 2_000;
+/**
+ * Between an owner's fence and its lease's expiry: what the engines' clocks may disagree by (NTP keeps them within
+ * milliseconds). A late fence timer is not counted here: a lease's holder stops deciding at the deadline whatever its
+ * timers do (`LeaseManager.live`).
+ */
+export const LEASE_MARGIN_MS = 500;
+
 /** The value of a lease or heartbeat key. `expires_at` is epoch milliseconds on the writer's clock. */
 export interface LeaseValue {
   readonly owner: string;

@@ -1,12 +1,14 @@
 import type { Clock } from "../../clock.ts";
 import type { LogFn } from "./engine-link.ts";
 import { planLeases } from "./lease-plan.ts";
-import { LEASE_KEYS, LeaseConflictError, type LeaseRecord, type LeaseStore } from "./lease-store.ts";
+import { LEASE_KEYS, LEASE_MARGIN_MS, LEASE_TTL_MS, LeaseConflictError, type LeaseRecord, type LeaseStore } from "./lease-store.ts";
 
 export { planLeases, type LeasePlan, type LeaseView } from "./lease-plan.ts";
 export {
   LEASE_BUCKET,
   LEASE_KEYS,
+  LEASE_MARGIN_MS,
+  LEASE_TTL_MS,
   LeaseConflictError,
   natsLeaseStore,
   type LeaseRecord,
@@ -56,17 +58,18 @@ export interface LeaseManagerOptions {
   /** Wall clock (leases are wall-clock time, whatever the feed's clock). */
   readonly clock: Clock;
   readonly handlers: LeaseHandlers;
-  /** Lease lifetime. Default 2,500 ms: a dead engine's assets move about 2.5 s after its last renewal. */
+  /** Lease lifetime. Default `LEASE_TTL_MS` (2,000 ms): a dead engine's assets move 2 s after its last renewal. */
   readonly ttlMs?: number;
   /** Renewal and rebalancing period. Default 500 ms. */
   readonly renewEveryMs?: number;
   /**
-   * Stop an asset this long after sending its last successful renewal. Default `ttlMs - 1,000` (1,500 ms): 1 s of
-   * margin for clock skew and a late timer before anyone may take the lease.
+   * Stop an asset this long after sending its last successful renewal. Default `ttlMs - LEASE_MARGIN_MS` (1,500 ms):
+   * 0.5 s of margin for clock skew before anyone may take the lease (a late fence timer does not eat into it: `live`).
    */
   readonly fenceAfterMs?: number;
   readonly log?: LogFn;
 }
+
 
 /** A renewal waits this long for its answer at most, then tries again (while its fencing deadline allows). */
 const RENEW_TIMEOUT_MS = 750;
@@ -115,9 +118,9 @@ export class LeaseManager {
 
   constructor(options: LeaseManagerOptions) {
     this.#o = options;
-    this.#ttl = options.ttlMs ?? 2_500;
+    this.#ttl = options.ttlMs ?? LEASE_TTL_MS;
     this.#every = options.renewEveryMs ?? 500;
-    this.#fenceAfter = options.fenceAfterMs ?? this.#ttl - 1_000;
+    this.#fenceAfter = options.fenceAfterMs ?? this.#ttl - LEASE_MARGIN_MS;
     if (!(this.#fenceAfter > 0 && this.#fenceAfter < this.#ttl && this.#every < this.#fenceAfter)) {
       throw new RangeError("lease timing must satisfy 0 < renewEveryMs < fenceAfterMs < ttlMs");
     }
@@ -133,6 +136,15 @@ export class LeaseManager {
   /** Mints held now. */
   get held(): ReadonlySet<string> {
     return new Set(this.#held.keys());
+  }
+
+  /**
+   * Held and within its fencing deadline by the clock now. The fence's timer stops the unit at that deadline, but a
+   * timer runs late when the event loop is busy (what else is due may run first): what decides must ask this.
+   */
+  live(unit: string): boolean {
+    const h = this.#held.get(unit);
+    return h !== undefined && this.#o.clock.now() < h.sentAt + this.#fenceAfter;
   }
 
   get stats() {
@@ -156,7 +168,10 @@ export class LeaseManager {
       const period = this.#planSoon ? Math.min(500, this.#every) : this.#every;
       this.#planTimer = this.#o.clock.setTimeout(() => void this.#plan().finally(planLoop), Math.max(EXPIRY_SLACK_MS, Math.min(period, untilExpiry)));
     };
-    void first.finally(() => {
+    // The loops start once the first renewals are answered, not once the first round's acquisitions have restored
+    // their assets: a cold start of 10,000 assets restores for seconds, and with no renewal meanwhile every partition
+    // it had acquired was fenced 1.5 s in (a loop's round and the first one share what runs: `#renewing`, `#planning`).
+    void (this.#renewing ?? first).finally(() => {
       renewLoop();
       planLoop();
     });
@@ -228,13 +243,27 @@ export class LeaseManager {
   #armFence(mint: string, held: Held): void {
     if (held.fence !== null) this.#o.clock.clearTimeout(held.fence);
     const due = held.sentAt + this.#fenceAfter - this.#o.clock.now();
-    held.fence = this.#o.clock.setTimeout(() => {
-      if (this.#held.get(mint) !== held) return;
-      this.#held.delete(mint);
-      this.#stats.fenced++;
-      this.#log("warn", "lease not renewed in time: stopping the asset before it can expire", { mint });
-      this.#o.handlers.lost(mint, "fenced");
-    }, Math.max(0, due));
+    held.fence = this.#o.clock.setTimeout(() => this.#fence(mint, held), Math.max(0, due));
+  }
+
+  #fence(mint: string, held: Held): void {
+    if (this.#held.get(mint) !== held) return;
+    if (held.fence !== null) this.#o.clock.clearTimeout(held.fence);
+    this.#held.delete(mint);
+    this.#stats.fenced++;
+    this.#log("warn", "lease not renewed in time: stopping the asset before it can expire", { mint });
+    this.#o.handlers.lost(mint, "fenced");
+  }
+
+  /**
+   * Fences `unit` now when its deadline has passed and its fence's timer has not run yet (a busy event loop): what is
+   * about to decide for it calls this instead of deciding. Returns whether the unit is still live.
+   */
+  fenceIfDue(unit: string): boolean {
+    if (this.live(unit)) return true;
+    const held = this.#held.get(unit);
+    if (held !== undefined) this.#fence(unit, held);
+    return false;
   }
 
   async #renew(mint: string): Promise<void> {

@@ -17,3 +17,17 @@ export function limiter(n: number): { run<T>(task: () => Promise<T>): Promise<T>
     },
   };
 }
+
+/**
+ * Turns of the event loop, one after another: each `next()` resolves in a later turn than the previous one's (a
+ * `setImmediate` after it), so synchronous steps that each wait for their turn let timers and I/O run between them.
+ */
+export function turns(): { next(): Promise<void> } {
+  let last: Promise<void> = Promise.resolve();
+  return {
+    next(): Promise<void> {
+      last = last.then(() => new Promise<void>((r) => setImmediate(r)));
+      return last;
+    },
+  };
+}
