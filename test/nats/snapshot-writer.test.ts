@@ -1,7 +1,8 @@
 /**
  * The actor snapshot writer (src/streams/jetstream/snapshots.ts): latest state wins, encoded only when written; a
  * flush writes at most `maxPerFlush` assets, the longest-dirty first, `concurrency` at a time; a failed put stays
- * dirty unless replaced; a hand-over writes its asset at once; closing writes everything.
+ * dirty unless replaced; a hand-over writes its asset at once, after its own write in flight and whatever other
+ * flushes run; closing writes everything.
  */
 import type { KV } from "@nats-io/kv";
 import { describe, expect, it } from "vitest";
@@ -86,6 +87,51 @@ describe("SnapshotWriter", () => {
     await w.flushAsset("zzz"); // nothing dirty: nothing written
     expect(puts).toHaveLength(1);
     expect(w.stats.dirty).toBe(2);
+  });
+
+  it("writes a hand-over's asset while flushes of other assets run on, after its own write in flight", async () => {
+    // Puts complete only when released: a flush of other assets that is still running (at 10,000 assets one periodic
+    // flush follows another, so waiting for none to run never ended, and a hand-over hung).
+    const started: [string, string][] = [];
+    const landed: [string, string][] = [];
+    const pending = new Map<string, () => void>();
+    const put = (mint: string, encoded: string) =>
+      new Promise<void>((resolve) => {
+        started.push([mint, encoded]);
+        pending.set(mint, () => (landed.push([mint, encoded]), resolve()));
+      });
+    const w = new SnapshotWriter<string>(fakeKv().kv, String, { maxPerFlush: 2, put });
+    for (const k of ["a", "b", "c"]) w.update(k, `${k}1`);
+    const flushing = w.flush();
+    expect(started).toEqual([
+      ["a", "a1"],
+      ["b", "b1"],
+    ]);
+    // c is not being written: its hand-over writes it at once.
+    const c = w.flushAsset("c");
+    await new Promise((r) => setImmediate(r));
+    expect(started).toContainEqual(["c", "c1"]);
+    pending.get("c")!();
+    await c;
+    // a is being written (an older state): its newer one goes after that lands, never before.
+    w.update("a", "a2");
+    const a = w.flushAsset("a");
+    await new Promise((r) => setImmediate(r));
+    expect(started.filter(([k]) => k === "a")).toEqual([["a", "a1"]]);
+    pending.get("a")!();
+    await new Promise((r) => setImmediate(r));
+    expect(started.filter(([k]) => k === "a")).toEqual([
+      ["a", "a1"],
+      ["a", "a2"],
+    ]);
+    pending.get("a")!();
+    await a;
+    expect(landed.filter(([k]) => k === "a")).toEqual([
+      ["a", "a1"],
+      ["a", "a2"],
+    ]);
+    pending.get("b")!();
+    await flushing;
   });
 
   it("refuses limits that could never write", () => {

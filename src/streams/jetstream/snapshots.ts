@@ -25,6 +25,8 @@ export class SnapshotWriter<T = string> {
   readonly #put: (mint: string, encoded: string) => Promise<unknown>;
   readonly #encode: (value: T) => string;
   readonly #dirty = new Map<string, T>();
+  /** Per asset, its put in flight (settled either way). */
+  readonly #inflight = new Map<string, Promise<void>>();
   #timer: ReturnType<typeof setInterval> | null = null;
   #flushing: Promise<void> | null = null;
   #written = 0;
@@ -83,11 +85,9 @@ export class SnapshotWriter<T = string> {
         while (next < batch.length) {
           const [mint, value] = batch[next++]!;
           try {
-            await this.#put(mint, this.#encode(value));
-            this.#written++;
+            await this.#write(mint, value);
           } catch {
             failed++;
-            this.#failures++;
             if (!this.#dirty.has(mint)) this.#dirty.set(mint, value);
           }
         }
@@ -100,17 +100,38 @@ export class SnapshotWriter<T = string> {
     return this.#flushing;
   }
 
-  /** Writes one asset's dirty state now, after the flush in progress (a hand-over: the next owner reads it). */
+  /** One put, known as the asset's write in flight until it settles. */
+  async #write(mint: string, value: T): Promise<void> {
+    const put = this.#put(mint, this.#encode(value));
+    const settled = put.then(
+      () => {},
+      () => {},
+    );
+    this.#inflight.set(mint, settled);
+    try {
+      await put;
+      this.#written++;
+    } catch (e) {
+      this.#failures++;
+      throw e;
+    } finally {
+      if (this.#inflight.get(mint) === settled) this.#inflight.delete(mint);
+    }
+  }
+
+  /**
+   * Writes one asset's latest state now (a hand-over: the next owner reads it), after any write of it in flight (an
+   * older state landing later would overwrite it). Only this asset's writes are waited for: waiting until no flush ran
+   * never ended under sustained load (at 10,000 assets one flush follows another), and the hand-over hung.
+   */
   async flushAsset(mint: string): Promise<void> {
-    while (this.#flushing !== null) await this.#flushing.catch(() => {});
+    for (let w = this.#inflight.get(mint); w !== undefined; w = this.#inflight.get(mint)) await w;
     const value = this.#dirty.get(mint);
     if (value === undefined) return;
     this.#dirty.delete(mint);
     try {
-      await this.#put(mint, this.#encode(value));
-      this.#written++;
+      await this.#write(mint, value);
     } catch (e) {
-      this.#failures++;
       if (!this.#dirty.has(mint)) this.#dirty.set(mint, value);
       throw e;
     }
