@@ -107,7 +107,15 @@ async function failover(jsm: JetStreamManager, victim: RoleProcess, survivor: Ro
   victim.proc.kill("SIGKILL");
   await victim.exited;
   if (wasIntake) await survivor.line((l) => l.msg === "this engine is the intake" && l.at >= killAt, 30_000, "the survivor to become the intake");
-  await waitFor(() => [...moved].every((m) => held(survivor).has(m)), 120_000, "every moved asset restored by the survivor", 500);
+  await waitFor(
+    () => {
+      const now = held(survivor);
+      return [...moved].every((m) => now.has(m));
+    },
+    120_000,
+    "every moved asset restored by the survivor",
+    500,
+  );
   const restores = survivor.lines.filter((l) => l.msg === "acquired asset" && l.at >= killAt && moved.has(String(l["mint"]))).map((l) => l.at);
   const restoredAt = Math.max(...restores);
   await sleep(2 * TICK_MS + 1_000);
@@ -122,13 +130,21 @@ async function failover(jsm: JetStreamManager, victim: RoleProcess, survivor: Ro
       published.set(mint, [...(published.get(mint) ?? []), sample.ts]);
     }
   }
-  // What was evaluated (PEG_SAMPLES: the evaluations every engine recorded), by asset.
+  // What was evaluated (PEG_SAMPLES: the evaluations every engine recorded), by asset, read until every moved asset's
+  // evaluations reach its last published sample of the window: a loaded engine evaluates (and records) more than a
+  // tick behind, and a sample truly missed stays missed once a later one of its asset is there.
   const evaluated = new Map<string, number[]>();
-  for (const m of await messagesOf(jsm, TOPOLOGY.samples.stream, samplesSeq + 1, () => true)) {
-    for (const s of decodeSampleBatch(m.data)) {
-      if (s.trigger !== "sample" || !moved.has(s.mint)) continue;
-      evaluated.set(s.mint, [...(evaluated.get(s.mint) ?? []), parseTimestamp(s.sample.ts)!]);
+  let readUpTo = samplesSeq;
+  const caughtUp = () => [...published].every(([mint, ts]) => Math.max(...(evaluated.get(mint) ?? [-Infinity])) >= Math.max(...ts));
+  for (const until = Date.now() + 120_000; ; await sleep(1_000)) {
+    for (const m of await messagesOf(jsm, TOPOLOGY.samples.stream, readUpTo + 1, () => true)) {
+      readUpTo = Math.max(readUpTo, m.seq);
+      for (const s of decodeSampleBatch(m.data)) {
+        if (s.trigger !== "sample" || !moved.has(s.mint)) continue;
+        evaluated.set(s.mint, [...(evaluated.get(s.mint) ?? []), parseTimestamp(s.sample.ts)!]);
+      }
     }
+    if (caughtUp() || Date.now() > until) break;
   }
   let gap = 0;
   const missed: string[] = [];
