@@ -19,15 +19,34 @@ export function limiter(n: number): { run<T>(task: () => Promise<T>): Promise<T>
 }
 
 /**
- * Turns of the event loop, one after another: each `next()` resolves in a later turn than the previous one's (a
- * `setImmediate` after it), so synchronous steps that each wait for their turn let timers and I/O run between them.
+ * Synchronous steps run in later turns of the event loop, in the order given, as many per turn as fit in `budgetMs`
+ * (at least one): timers and I/O run between turns. `run(step)` resolves with the step's result once it ran.
  */
-export function turns(): { next(): Promise<void> } {
-  let last: Promise<void> = Promise.resolve();
+export function budgetedSteps(budgetMs: number): { run<T>(step: () => T): Promise<T> } {
+  const queue: (() => void)[] = [];
+  let scheduled = false;
+  const turn = (): void => {
+    const started = performance.now();
+    do queue.shift()!();
+    while (queue.length > 0 && performance.now() - started < budgetMs);
+    scheduled = queue.length > 0;
+    if (scheduled) setImmediate(turn);
+  };
   return {
-    next(): Promise<void> {
-      last = last.then(() => new Promise<void>((r) => setImmediate(r)));
-      return last;
+    run<T>(step: () => T): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        queue.push(() => {
+          try {
+            resolve(step());
+          } catch (e) {
+            reject(e);
+          }
+        });
+        if (!scheduled) {
+          scheduled = true;
+          setImmediate(turn);
+        }
+      });
     },
   };
 }

@@ -8,7 +8,7 @@ import type { IntakeHold } from "./intake-consumer.ts";
 import { leaseUnits } from "./lease-partitions.ts";
 import { LeaseManager, type LeaseManagerOptions, type LeaseStore } from "./leases.ts";
 import { RecentSamples, type ReceivedSample } from "./recent-samples.ts";
-import { turns } from "./limiter.ts";
+import { budgetedSteps } from "./limiter.ts";
 import { BULK_FROM } from "./recovery.ts";
 import { RestoreReads } from "./restore-reads.ts";
 import type { Topology } from "./topology.ts";
@@ -118,7 +118,7 @@ export function startPartition(o: PartitionOptions): Partition {
   const store = o.store;
   // A failover's thousands of acquired assets read in one pass; at most 32 per-asset reads at once otherwise (each two
   // NATS requests: thousands in flight made the engine's own lease renewals time out behind them, bench:cluster).
-  const starts = turns();
+  const starts = budgetedSteps(50);
   const reads = new RestoreReads({
     topology: o.topology,
     log: o.log,
@@ -233,19 +233,20 @@ export function startPartition(o: PartitionOptions): Partition {
       if (!leases.held.has(unit)) return hold.cancel();
       const after = Math.min(...reads.map((r) => r.applied));
       const history = await step("reading the partition's history from PEG_INTAKE", hold.history(after));
-      // One partition's start per turn of the event loop: a failover's (or a cold start's) partitions, all read at once,
-      // started in one go blocked the loop for 1-1.6 s at 10,000 assets, and the engine's own lease renewals missed
-      // their fencing deadline behind it.
-      await starts.next();
-      if (!leases.held.has(unit)) return hold.cancel();
-      // The partition's samples by asset, once (not one pass over the whole partition per asset).
-      const bySymbol = new Map<string, ReceivedSample[]>();
-      for (const x of [...history, ...hold.release()]) {
-        const list = bySymbol.get(x.sample.asset);
-        if (list === undefined) bySymbol.set(x.sample.asset, [x]);
-        else list.push(x);
-      }
-      for (const r of reads) startAsset(r, fromStream, bySymbol.get(r.asset.symbol) ?? []);
+      // Partitions start in turns of the event loop, 50 ms of them at a time: a failover's (or a cold start's)
+      // partitions, all read at once, started in one go blocked the loop for 1-1.6 s at 10,000 assets, and the
+      // engine's own lease renewals missed their fencing deadline behind it.
+      await starts.run(() => {
+        if (!leases.held.has(unit)) return hold.cancel();
+        // The partition's samples by asset, once (not one pass over the whole partition per asset).
+        const bySymbol = new Map<string, ReceivedSample[]>();
+        for (const x of [...history, ...hold.release()]) {
+          const list = bySymbol.get(x.sample.asset);
+          if (list === undefined) bySymbol.set(x.sample.asset, [x]);
+          else list.push(x);
+        }
+        for (const r of reads) startAsset(r, fromStream, bySymbol.get(r.asset.symbol) ?? []);
+      });
     } catch (e) {
       hold.cancel();
       throw e;
