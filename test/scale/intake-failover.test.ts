@@ -69,10 +69,10 @@ afterAll(async () => {
 /** Every message of `stream` on `filter` from `fromSeq`, read one by one (the streams are small enough here). */
 async function messagesOf(jsm: JetStreamManager, stream: string, fromSeq: number, keep: (subject: string) => boolean) {
   const info = await jsm.streams.info(stream);
-  const out: { subject: string; data: Uint8Array; seq: number }[] = [];
+  const out: { subject: string; data: Uint8Array; seq: number; time: Date }[] = [];
   for (let seq = Math.max(fromSeq, info.state.first_seq); seq <= info.state.last_seq; seq++) {
     const m = await jsm.streams.getMessage(stream, { seq }).catch(() => null);
-    if (m !== null && keep(m.subject)) out.push({ subject: m.subject, data: m.data, seq });
+    if (m !== null && keep(m.subject)) out.push({ subject: m.subject, data: m.data, seq, time: m.time });
   }
   return out;
 }
@@ -121,13 +121,15 @@ async function failover(jsm: JetStreamManager, victim: RoleProcess, survivor: Ro
   await sleep(2 * TICK_MS + 1_000);
   const endAt = Date.now() - TICK_MS;
 
-  // What the intake published for the moved assets, by asset.
+  // What the intake published for the moved assets, by asset (and where, for a failure's message).
   const published = new Map<string, number[]>();
+  const where = new Map<string, string>();
   for (const m of await messagesOf(jsm, TOPOLOGY.intake.stream, intakeSeq + 1, (s) => s !== subjects.intakeTick && s !== subjects.intakeSupply)) {
     for (const { sample, at } of decodeIntakeBatch(m.data).samples) {
       const mint = catalog.bySymbol(sample.asset)?.mint;
       if (mint === undefined || !moved.has(mint) || at < killAt || at > endAt) continue;
       published.set(mint, [...(published.get(mint) ?? []), sample.ts]);
+      where.set(`${sample.asset}@${sample.ts}`, `at ${new Date(at).toISOString()} seq ${m.seq} stored ${m.time.toISOString()}`);
     }
   }
   // What was evaluated (PEG_SAMPLES: the evaluations every engine recorded), by asset, read until every moved asset's
@@ -156,7 +158,7 @@ async function failover(jsm: JetStreamManager, victim: RoleProcess, survivor: Ro
     for (const ts of published.get(mint) ?? []) {
       const n = done.filter((x) => x === ts).length;
       gap++;
-      if (n === 0) missed.push(`${symbolOf.get(mint)}@${new Date(ts).toISOString()}`);
+      if (n === 0) missed.push(`${symbolOf.get(mint)}@${new Date(ts).toISOString()} (${where.get(`${symbolOf.get(mint)}@${ts}`)}; evaluated ${done.map((x) => new Date(x).toISOString().slice(11)).join(" ")})`);
       if (n > 1) twice.push(`${symbolOf.get(mint)}@${new Date(ts).toISOString()}`);
     }
   }

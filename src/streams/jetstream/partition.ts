@@ -240,7 +240,15 @@ export function startPartition(o: PartitionOptions): Partition {
         if (!leases.held.has(unit)) return hold.cancel();
         // The partition's samples by asset, once (not one pass over the whole partition per asset).
         const bySymbol = new Map<string, ReceivedSample[]>();
-        for (const x of [...history, ...hold.release()]) {
+        const held = hold.release();
+        o.log("info", "partition taken over", {
+          partition: unit,
+          assets: reads.length,
+          after: Number.isFinite(after) ? new Date(after).toISOString() : null,
+          history_samples: history.length,
+          held_samples: held.length,
+        });
+        for (const x of [...history, ...held]) {
           const list = bySymbol.get(x.sample.asset);
           if (list === undefined) bySymbol.set(x.sample.asset, [x]);
           else list.push(x);
