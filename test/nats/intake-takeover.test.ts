@@ -6,8 +6,9 @@
  *
  * Two engines over a real nats-server, one partition, the intake's history given directly (`PartitionIntake`): A
  * evaluates samples stamped every 2 s that arrived 5 s late, then hands over, gracefully (its snapshot) or killed
- * right after a transition (no snapshot of it: the state comes from the transition message). B must evaluate each
- * later sample exactly once, in order, and none of A's again.
+ * right after a transition (no snapshot of it: the state comes from the transition message), or B's own evaluation
+ * lags behind A's (its clock before the state's instant, as under load, when it skipped the catch-up). B must evaluate
+ * each later sample exactly once, in order, and none of A's again.
  */
 import { jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -95,11 +96,12 @@ describe("a shared-intake take-over resumes after its state's last sample, by st
   }
 
   /**
-   * Engine B takes the asset over at the arrival of sample 10 and must evaluate 6..10 from the history, which holds
-   * them all (a superset of what the real one returns from about `after`).
+   * Engine B takes the asset over at the arrival of sample 10 (or, `lagging`, with its evaluation still at sample 3's
+   * arrival, behind the state it restores) and must evaluate 6..10 from the history, which holds them all (a superset
+   * of what the real one returns from about `after`).
    */
-  async function takeOver(id: string): Promise<Engine> {
-    const b = await engine(id, ALL[9]!.at, ALL);
+  async function takeOver(id: string, lagging = false): Promise<Engine> {
+    const b = await engine(id, lagging ? ALL[2]!.at : ALL[9]!.at, ALL);
     await waitFor(() => b.host.runs(asset.mint), 20_000, "B to run the asset");
     expect(b.evaluated).toEqual(ALL.slice(5).map((x) => x.sample.ts));
     // Live from here: a sample evaluated already is not evaluated again, the next one is.
@@ -115,6 +117,15 @@ describe("a shared-intake take-over resumes after its state's last sample, by st
     const a = await firstOwner("a-graceful");
     await a.partition.stop();
     const b = await takeOver("b-graceful");
+    await b.partition.stop();
+    await b.link.close();
+    await a.link.close();
+  }, 60_000);
+
+  it("when this engine's evaluation is behind the restored state (a backlog under load)", async () => {
+    const a = await firstOwner("a-ahead");
+    await a.partition.stop();
+    const b = await takeOver("b-lagging", true);
     await b.partition.stop();
     await b.link.close();
     await a.link.close();

@@ -149,16 +149,20 @@ export function startPartition(o: PartitionOptions): Partition {
     let last = after;
     // Shared intake: `after` is the stamp of the last sample applied (`Read.appliedTs`), and a stamp at or before the
     // last one fed is a sample published twice (a new intake resumes at the stream's watermark).
+    let lastAt = now;
     let fed = 0;
     for (const { sample, at } of samples) {
       if (o.intake !== undefined && sample.ts <= last) continue;
       o.host.ingest(sample, at);
       last = sample.ts;
+      lastAt = Math.max(lastAt, at);
       fed++;
     }
     if (o.samplesOf !== undefined || o.intake !== undefined) fedUntil.set(asset.symbol, o.samplesOf !== undefined ? Math.max(last, now) : last);
     const state = o.host.engineState(asset.mint);
-    if ((fed > 0 || restoredEarlier) && state !== undefined) o.host.restoreAsset(asset.mint, state, now);
+    // Re-armed at now, or at the last sample's instant when this engine's clock is behind it (a shared intake's
+    // engine still evaluating a backlog): a dwell deadline before it has already fired in the step of that sample.
+    if ((fed > 0 || restoredEarlier) && state !== undefined) o.host.restoreAsset(asset.mint, state, lastAt);
     return fed;
   };
 
@@ -201,9 +205,12 @@ export function startPartition(o: PartitionOptions): Partition {
     const { state } = recovered;
     const at = state.evaluatedAt;
     let caughtUp = 0;
-    if (at !== null && at <= now) {
+    // A shared intake's history is caught up even when the state is ahead of this engine's clock: its engine is still
+    // evaluating a backlog (under load), and the samples after the state are in the history, or nowhere (the intake
+    // had published them before the hold, when the partition was not this engine's).
+    if (at !== null && (at <= now || samples !== undefined)) {
       o.host.restoreAsset(mint, state, at);
-      caughtUp = catchUp(asset, boundary, now, true, missedOf(applied));
+      caughtUp = catchUp(asset, boundary, Math.max(now, at), true, missedOf(applied));
     } else {
       o.host.restoreAsset(mint, state, now);
       if (o.samplesOf !== undefined || o.intake !== undefined) fedUntil.set(asset.symbol, boundary);
