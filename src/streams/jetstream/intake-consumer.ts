@@ -264,9 +264,11 @@ export class IntakeConsumer {
       ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(this.#o.wallOf(after) - HISTORY_SLACK_MS).toISOString() }
       : { deliver_policy: DeliverPolicy.All };
     if (Number.isFinite(after)) {
-      // The stream's age bound dropped what the state needs: said, as `RecentSamples` says it (the asset goes on).
-      const first = Date.parse((await (await this.#historyJs.streams.get(TOPOLOGY.intake.stream)).info()).state.first_ts);
-      if (first > this.#o.wallOf(after)) {
+      // The stream's bounds dropped what the state needs: said, as `RecentSamples` says it (the asset goes on). Only
+      // when something was dropped: a state evaluated just before the stream's first message was stored is covered.
+      const { first_ts, first_seq } = (await (await this.#historyJs.streams.get(TOPOLOGY.intake.stream)).info()).state;
+      const first = Date.parse(first_ts);
+      if (first_seq > 1 && first > this.#o.wallOf(after)) {
         this.#o.log("warn", "samples since the restored state are no longer kept; the asset resumes without them", {
           partition: unit,
           after: new Date(after).toISOString(),
