@@ -2,7 +2,8 @@
  * `RestoreReads` (issue 26 item 3, kill -> restored): the states a take-over reads, batched. Reads asked for together
  * form one batch; a batch of `bulkFrom` assets or more is read in one pass over the streams' last messages, a smaller
  * one asset by asset; both give exactly what a per-asset `readRecovery` gives, including a state rebuilt from a
- * transition message with its sample stamp (`Peg-Sample-Ts`). On a real nats-server.
+ * transition message with its sample stamp (`Peg-Sample-Ts`), and while the streams are being written. On a real
+ * nats-server.
  */
 import { jetstream } from "@nats-io/jetstream";
 import { connect, headers, type NatsConnection } from "@nats-io/transport-node";
@@ -79,6 +80,32 @@ describe("RestoreReads", () => {
     expect(got[7]!.seq).toBeGreaterThan(0);
     expect(got[3]!.recovered!.source).toBe("snapshot");
   });
+
+  it("ends its pass while the streams are being written (a take-over beside running engines), with every state", async () => {
+    // Other engines keep rewriting the snapshots of assets 30-39, faster than a pass reads them, until the read is done
+    // (waiting for nothing pending, the pass never ended).
+    const rewritten = await Promise.all(
+      assets.slice(30).map(async (a, i) => ({ subject: subjects.actorSnapshot(a.mint), payload: JSON.stringify(assetStateToJSON((await perAsset(30 + i)).recovered!.state)) })),
+    );
+    let writes = 0;
+    const writer = setInterval(() => {
+      for (let k = 0; k < 10; k++) {
+        const w = rewritten[writes++ % rewritten.length]!;
+        nc.publish(w.subject, w.payload);
+      }
+    }, 1);
+    try {
+      await new Promise((r) => setTimeout(r, 50));
+      const reads = new RestoreReads({ topology, log: () => {}, bulkFrom: 20 });
+      const got = await Promise.all(assets.map((a) => reads.read(a)));
+      clearInterval(writer);
+      expect(writes).toBeGreaterThan(0);
+      expect(reads.stats).toEqual({ batches: 1, bulk: 1 });
+      for (let i = 0; i < assets.length; i++) expect(got[i], assets[i]!.symbol).toEqual(await perAsset(i));
+    } finally {
+      clearInterval(writer);
+    }
+  }, 30_000);
 
   it("reads a smaller batch asset by asset, and a rejected token's re-read on its own", async () => {
     const reads = new RestoreReads({ topology, log: () => {}, bulkFrom: 20 });

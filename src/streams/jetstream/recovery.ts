@@ -114,7 +114,7 @@ export async function readRecovery(assets: readonly HostAsset[], topology: Topol
     // state, or cold, because the snapshot could not be fetched would rewind the asset. Only a snapshot that was read
     // and does not decode is ignored.
     // Both reads of an asset at once: a take-over restores thousands of assets, each two round trips.
-    const [text, lastMsg] = bulk === null ? await Promise.all([snapshotText(topology, asset.mint), lastTransition(topology, asset.mint)]) : bulk.of(asset.mint);
+    const [text, lastMsg] = await (bulk === null ? Promise.all([snapshotText(topology, asset.mint), lastTransition(topology, asset.mint)]) : bulk.of(asset.mint));
     let snapshot: AssetState | null = null;
     try {
       if (text !== null) snapshot = assetStateFromJSON(JSON.parse(text));
@@ -158,41 +158,52 @@ async function snapshotText(topology: Topology, mint: string): Promise<string | 
 /**
  * Every actor snapshot (the KV bucket's last value per key; a deleted or purged key has an empty value and is left
  * out) and every asset's last transition, each in one pass over its stream. Decoded only for the assets asked for
- * (`of`): a take-over reads the whole catalogue's and restores a share of it.
+ * (`of`): a take-over reads the whole catalogue's and restores a share of it. An asset the pass may have missed (its
+ * last message replaced while the pass ran, see `lastPerSubject`) is read on its own.
  */
-async function readAllLast(topology: Topology): Promise<{ of(mint: string): [string | null, StoredTransition | null] }> {
+async function readAllLast(topology: Topology): Promise<{ of(mint: string): Promise<[string | null, StoredTransition | null]> }> {
   const kvPrefix = `$KV.${TOPOLOGY.actors.bucket}.`;
   const transitionPrefix = subjects.transition("");
-  const [snapshotMsgs, transitionMsgs] = await Promise.all([
+  const [snapshotPass, transitionPass] = await Promise.all([
     lastPerSubject(topology, `KV_${TOPOLOGY.actors.bucket}`, `${kvPrefix}>`),
     lastPerSubject(topology, TOPOLOGY.transitions.stream, `${transitionPrefix}>`),
   ]);
   const snapshots = new Map<string, JsMsg>();
-  for (const m of snapshotMsgs) if (m.data.length > 0) snapshots.set(m.subject.slice(kvPrefix.length), m);
+  for (const m of snapshotPass.messages) snapshots.set(m.subject.slice(kvPrefix.length), m);
   const transitions = new Map<string, JsMsg>();
-  for (const m of transitionMsgs) transitions.set(m.subject.slice(transitionPrefix.length), m);
+  for (const m of transitionPass.messages) transitions.set(m.subject.slice(transitionPrefix.length), m);
   return {
-    of: (mint) => {
+    of: async (mint) => {
       const s = snapshots.get(mint);
       const t = transitions.get(mint);
-      return [s === undefined ? null : s.string(), t === undefined ? null : storedTransition(t.seq, t.headers, t.json<ReceiptLike>())];
+      const text = s !== undefined ? (s.data.length > 0 ? s.string() : null) : snapshotPass.complete ? null : await snapshotText(topology, mint);
+      const transition = t !== undefined ? storedTransition(t.seq, t.headers, t.json<ReceiptLike>()) : transitionPass.complete ? null : await lastTransition(topology, mint);
+      return [text, transition];
     },
   };
 }
 
-/** The last message of every subject matching `filter` in `stream`, through an ordered consumer, in one pass. */
-async function lastPerSubject(topology: Topology, stream: string, filter: string) {
+/**
+ * The last message of every subject matching `filter` in `stream`, through an ordered consumer, in one pass: until
+ * nothing is pending (`complete`), or until a message written after the pass began (the stream is written all the
+ * while in a take-over: waiting for nothing pending never ended). Then the pass is not `complete`: a subject whose
+ * last message was replaced before the pass reached it was skipped, and is read on its own.
+ */
+async function lastPerSubject(topology: Topology, stream: string, filter: string): Promise<{ messages: JsMsg[]; complete: boolean }> {
   const js = topology.jsm.jetstream();
   const consumer = await js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.LastPerSubject });
   const out: JsMsg[] = [];
   try {
-    if ((await consumer.info(true)).num_pending === 0) return out;
+    if ((await consumer.info(true)).num_pending === 0) return { messages: out, complete: true };
+    // Every message of the pass's starting set is at or before this sequence.
+    const last = (await topology.jsm.streams.info(stream)).state.last_seq;
     const messages = await consumer.consume({ max_messages: 1_000 });
     for await (const m of messages) {
+      if (m.seq > last) return { messages: out, complete: false };
       out.push(m);
       if (m.info.pending === 0) break;
     }
-    return out;
+    return { messages: out, complete: true };
   } finally {
     await consumer.delete().catch(() => {});
   }
