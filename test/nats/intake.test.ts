@@ -171,6 +171,23 @@ describe("an engine reading PEG_INTAKE", () => {
       await late.stop();
     }
   });
+
+  it("holds one asset's samples alone when asked, its partition's other assets evaluated live meanwhile", async () => {
+    const unit = String(partitionOfSymbol(A));
+    const other = catalog.active.map((a) => a.symbol).find((x) => x !== A && partitionOfSymbol(x) === partitionOfSymbol(A))!;
+    consumer.hold(unit).release();
+    events.length = 0;
+    const hold = consumer.hold(unit, new Set([A]));
+    const p = publisher();
+    p.add({ sample: sample(A, T0 + 2_000), at: T0 + 2_000 });
+    p.add({ sample: sample(other, T0 + 2_001), at: T0 + 2_001 });
+    p.seal(T0 + 2_010);
+    await p.close();
+    await waitFor(() => clock.now() === T0 + 2_010, 10_000, "the watermark");
+    // The other asset was evaluated; A's sample waits for its restore.
+    expect(events).toEqual([`${other}@2001`]);
+    expect(hold.release().map((s) => `${s.sample.asset}@${s.at - T0}`)).toEqual([`${A}@2000`]);
+  });
 });
 
 describe("the intake lease", () => {

@@ -51,7 +51,7 @@ export interface IntakeConsumerOptions {
   readonly log: LogFn;
 }
 
-type Unit = "live" | { readonly since: number; readonly held: ReceivedSample[] };
+type Unit = "live" | { readonly since: number; readonly held: ReceivedSample[]; readonly only: ReadonlySet<string> | null };
 
 /**
  * An engine's side of PEG_INTAKE (issue 26 item 2): one ordered consumer follows the whole stream in stream order,
@@ -105,9 +105,13 @@ export class IntakeConsumer {
     this.#watchdog.unref?.();
   }
 
-  /** Starts holding a partition's live samples (before its actors are restored). */
-  hold(unit: string): IntakeHold {
-    const state = { since: this.#lastSeq, held: [] as ReceivedSample[] };
+  /**
+   * Starts holding a partition's live samples (before its actors are restored); `only` (asset symbols) holds those
+   * assets' samples alone, the others of the partition go on live (one asset restored again after a rejected
+   * transition: its partition's other assets run on).
+   */
+  hold(unit: string, only?: ReadonlySet<string>): IntakeHold {
+    const state = { since: this.#lastSeq, held: [] as ReceivedSample[], only: only ?? null };
     this.#units.set(unit, state);
     return {
       history: (after) => this.#histories.run(() => this.#history(unit, after, state.since)),
@@ -186,9 +190,15 @@ export class IntakeConsumer {
         const { samples } = decodeIntakeBatch(m.data);
         this.#stats.decoded += samples.length;
         if (unit === "live") this.#enqueue(samples);
-        else {
+        else if (unit.only === null) {
           unit.held.push(...samples);
           this.#stats.held += samples.length;
+        } else {
+          const { only } = unit;
+          const held = samples.filter((s) => only.has(s.sample.asset));
+          unit.held.push(...held);
+          this.#stats.held += held.length;
+          if (held.length < samples.length) this.#enqueue(samples.filter((s) => !only.has(s.sample.asset)));
         }
       } catch (e) {
         this.#o.log("warn", "unreadable intake message", { seq: m.seq, subject: m.subject, error: e instanceof Error ? e.message : String(e) });

@@ -60,7 +60,7 @@ export interface PartitionOptions {
 
 /** What the partition needs of the shared intake's consumer (`IntakeConsumer`). */
 export interface PartitionIntake {
-  hold(unit: string): IntakeHold;
+  hold(unit: string, only?: ReadonlySet<string>): IntakeHold;
   drop(unit: string): void;
 }
 
@@ -229,7 +229,8 @@ export function startPartition(o: PartitionOptions): Partition {
    * what arrived meanwhile), synchronously, so no live sample slips in between.
    */
   const acquiredFromIntake = async (intake: PartitionIntake, unit: string, mints: readonly string[], fromStream = false): Promise<void> => {
-    const hold = intake.hold(unit);
+    // A rejected transition restores its one asset: only its samples are held, its partition's others run on.
+    const hold = intake.hold(unit, fromStream ? new Set(mints.map((m) => byMint.get(m)!.symbol)) : undefined);
     // Which step failed, for the operator (both are NATS reads that time out under load).
     const step = <T>(what: string, p: Promise<T>): Promise<T> =>
       p.catch((e: unknown) => {

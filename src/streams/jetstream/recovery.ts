@@ -158,8 +158,9 @@ async function snapshotText(topology: Topology, mint: string): Promise<string | 
 /**
  * Every actor snapshot (the KV bucket's last value per key; a deleted or purged key has an empty value and is left
  * out) and every asset's last transition, each in one pass over its stream. Decoded only for the assets asked for
- * (`of`): a take-over reads the whole catalogue's and restores a share of it. An asset the pass may have missed (its
- * last message replaced while the pass ran, see `lastPerSubject`) is read on its own.
+ * (`of`): a take-over reads the whole catalogue's and restores a share of it. A snapshot the pass did not deliver is
+ * read on its own (a key replaced while the pass ran can be skipped, see `lastPerSubject`; a 10,000-asset take-over
+ * beside running engines rewrites hundreds of them meanwhile).
  */
 async function readAllLast(topology: Topology): Promise<{ of(mint: string): Promise<[string | null, StoredTransition | null]> }> {
   const kvPrefix = `$KV.${TOPOLOGY.actors.bucket}.`;
@@ -176,8 +177,12 @@ async function readAllLast(topology: Topology): Promise<{ of(mint: string): Prom
     of: async (mint) => {
       const s = snapshots.get(mint);
       const t = transitions.get(mint);
-      const text = s !== undefined ? (s.data.length > 0 ? s.string() : null) : snapshotPass.complete ? null : await snapshotText(topology, mint);
-      const transition = t !== undefined ? storedTransition(t.seq, t.headers, t.json<ReceiptLike>()) : transitionPass.complete ? null : await lastTransition(topology, mint);
+      // Not in the pass: read on its own, unless the bucket is empty (a first start). A snapshot missed here would
+      // restart the asset from an older state. A transition missed (most assets have none, so reading each on its own
+      // would cost the per-asset reads again) is caught by its fencing token: the asset's next publish is refused and
+      // the asset restored from the stream (`EngineLink`, `onConflict`).
+      const text = s !== undefined ? (s.data.length > 0 ? s.string() : null) : snapshotPass.messages.length === 0 && snapshotPass.complete ? null : await snapshotText(topology, mint);
+      const transition = t === undefined ? null : storedTransition(t.seq, t.headers, t.json<ReceiptLike>());
       return [text, transition];
     },
   };
