@@ -15,17 +15,12 @@ const USDC = loadShippedCatalog().bySymbol("USDC")!;
 describe("readRecovery of one asset", () => {
   it("fails when the snapshot cannot be fetched, and ignores one that does not decode", async () => {
     const topology = await ensureTopology(suite.nc);
-    // The snapshot is read from the bucket's stream leader (a direct get may come from a follower behind it).
-    const timeout = () => Promise.reject(Object.assign(new Error("TIMEOUT"), { name: "TimeoutError" }));
-    const streams = new Proxy(topology.jsm.streams, {
-      get: (target, key, receiver) =>
-        key === "getMessage"
-          ? (stream: string, query: Parameters<typeof target.getMessage>[1]) => (stream.startsWith("KV_") ? timeout() : target.getMessage(stream, query))
-          : Reflect.get(target, key, receiver),
-    });
     const timingOut: Topology = {
       ...topology,
-      jsm: new Proxy(topology.jsm, { get: (target, key, receiver) => (key === "streams" ? streams : Reflect.get(target, key, receiver)) }),
+      actors: new Proxy(topology.actors, {
+        get: (target, key, receiver) =>
+          key === "get" ? () => Promise.reject(Object.assign(new Error("TIMEOUT"), { name: "TimeoutError" })) : Reflect.get(target, key, receiver),
+      }),
     };
     await expect(readRecovery([USDC], timingOut)).rejects.toThrow("TIMEOUT");
 

@@ -191,6 +191,9 @@ export async function startEngine(p: EngineParts): Promise<Engine> {
       log,
       fromStore: p.fromStore,
       partitions: config.leasePartitions,
+      // One pass over the buckets for a failover's states only on a single server: on a cluster the pass's consumer
+      // can sit on a follower that lags, and bench:cluster restored hundreds of assets cold from what it missed.
+      bulkRestore: config.natsReplicas === 1,
       // A shared intake's stream has what an acquired partition missed. Otherwise a live feed cannot be replayed: the
       // partition keeps what it received instead (and so does a scenario run with SCENARIO_CATCHUP=received, which
       // rehearses exactly that).

@@ -56,6 +56,11 @@ export interface PartitionOptions {
    * PEG_INTAKE, and its live samples are held meanwhile. Requires `partitions` > 0.
    */
   readonly intake?: PartitionIntake;
+  /**
+   * Read a lease round's many acquired states in one pass over the buckets (`RestoreReads`; default true). Not on a
+   * replicated cluster: the pass's consumer can sit on a follower that lags behind the writes of the live engines.
+   */
+  readonly bulkRestore?: boolean;
 }
 
 /** What the partition needs of the shared intake's consumer (`IntakeConsumer`). */
@@ -122,7 +127,7 @@ export function startPartition(o: PartitionOptions): Partition {
   const reads = new RestoreReads({
     topology: o.topology,
     log: o.log,
-    bulkFrom: Math.max(BULK_FROM, Math.ceil(o.assets.length / 8)),
+    bulkFrom: o.bulkRestore === false ? Infinity : Math.max(BULK_FROM, Math.ceil(o.assets.length / 8)),
     ...(o.fromStore === undefined ? {} : { fromStore: o.fromStore }),
   });
 
