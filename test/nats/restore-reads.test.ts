@@ -107,6 +107,13 @@ describe("RestoreReads", () => {
     }
   }, 30_000);
 
+  it("reads every asset on its own, unbatched, without bulkFrom (a replicated cluster)", async () => {
+    const unbatched = new RestoreReads({ topology, log: () => {} });
+    const got = await Promise.all(assets.slice(0, 25).map((a) => unbatched.read(a)));
+    expect(unbatched.stats).toEqual({ batches: 0, bulk: 0 });
+    for (let i = 0; i < 25; i++) expect(got[i], assets[i]!.symbol).toEqual(await perAsset(i));
+  });
+
   it("reads a smaller batch asset by asset, and a rejected token's re-read on its own", async () => {
     const reads = new RestoreReads({ topology, log: () => {}, bulkFrom: 20 });
     const got = await Promise.all(assets.slice(5, 10).map((a) => reads.read(a)));

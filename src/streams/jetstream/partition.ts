@@ -127,7 +127,7 @@ export function startPartition(o: PartitionOptions): Partition {
   const reads = new RestoreReads({
     topology: o.topology,
     log: o.log,
-    bulkFrom: o.bulkRestore === false ? Infinity : Math.max(BULK_FROM, Math.ceil(o.assets.length / 8)),
+    ...(o.bulkRestore === false ? {} : { bulkFrom: Math.max(BULK_FROM, Math.ceil(o.assets.length / 8)) }),
     ...(o.fromStore === undefined ? {} : { fromStore: o.fromStore }),
   });
 

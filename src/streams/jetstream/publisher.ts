@@ -7,6 +7,12 @@ const RESEND_MS = 1_000;
 /** After a quick transient failure (no responders, JetStream temporarily unavailable): the next send. */
 const RETRY_MS = 250;
 
+function natsHeadersOf(record: Readonly<Record<string, string>>) {
+  const h = natsHeaders();
+  for (const [k, v] of Object.entries(record)) h.set(k, v);
+  return h;
+}
+
 /** How one message is published (`BoundedPublisher.publish`). */
 export interface PublishOptions {
   /** Stored only if the last message on the subject has this stream sequence (0: none), else error 10071. */
@@ -81,14 +87,11 @@ export class BoundedPublisher {
 
   #resending(subject: string, data: string | Uint8Array, msgID: string, timeoutMs: number, options: PublishOptions): Promise<PubAck> {
     const deadline = performance.now() + timeoutMs;
-    const { lastSubjectSequence } = options;
-    const expect = lastSubjectSequence === undefined ? {} : { expect: { lastSubjectSequence } };
-    let extra: { headers: ReturnType<typeof natsHeaders> } | object = {};
-    if (options.headers !== undefined) {
-      const h = natsHeaders();
-      for (const [k, v] of Object.entries(options.headers)) h.set(k, v);
-      extra = { headers: h };
-    }
+    const { lastSubjectSequence, headers } = options;
+    const extra = {
+      ...(lastSubjectSequence === undefined ? {} : { expect: { lastSubjectSequence } }),
+      ...(headers === undefined ? {} : { headers: natsHeadersOf(headers) }),
+    };
     return new Promise<PubAck>((resolve, reject) => {
       let settled = false;
       let outstanding = 0;
@@ -111,7 +114,7 @@ export class BoundedPublisher {
         if (settled) return;
         const left = deadline - performance.now();
         outstanding++;
-        this.#js.publish(subject, data, { msgID, timeout: Math.max(1, Math.ceil(left)), ...expect, ...extra }).then(
+        this.#js.publish(subject, data, { msgID, timeout: Math.max(1, Math.ceil(left)), ...extra }).then(
           (ack) => settle(() => resolve(ack)),
           (e: unknown) => {
             outstanding--;

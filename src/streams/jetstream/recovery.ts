@@ -27,7 +27,6 @@ interface ReceiptLike {
 /** An asset's last message on `peg.transition.<mint>`. */
 interface StoredTransition {
   readonly seq: number;
-  readonly msgId: string | null;
   readonly receipt: ReceiptLike;
   /** The stamp of the last sample the state after it reflects (`SAMPLE_TS_HEADER`); null on older messages. */
   readonly sampleTs: number | null;
@@ -35,7 +34,7 @@ interface StoredTransition {
 
 function storedTransition(seq: number, h: MsgHdrs | undefined, receipt: ReceiptLike): StoredTransition {
   const ts = Number(h?.get(SAMPLE_TS_HEADER) || NaN);
-  return { seq, msgId: h?.get("Nats-Msg-Id") || null, receipt, sampleTs: Number.isFinite(ts) ? ts : null };
+  return { seq, receipt, sampleTs: Number.isFinite(ts) ? ts : null };
 }
 
 /**

@@ -15,8 +15,11 @@ export interface RestoreReadsOptions {
   readonly topology: Topology;
   readonly log: LogFn;
   readonly fromStore?: RecoveryOptions["fromStore"];
-  /** A batch of at least this many assets is read in one pass over the streams (about an eighth of the catalogue). */
-  readonly bulkFrom: number;
+  /**
+   * A batch of at least this many assets is read in one pass over the streams (about an eighth of the catalogue).
+   * Absent: never (a replicated cluster), and reads are not batched at all.
+   */
+  readonly bulkFrom?: number;
   /** Reads asked for within this long of a batch's first one join it. Default 25 ms. */
   readonly windowMs?: number;
 }
@@ -55,7 +58,7 @@ export class RestoreReads {
 
   /** The asset's state as a recovery reads it; `preferTransition` (a rejected fencing token) is read on its own. */
   read(asset: HostAsset, preferTransition = false): Promise<RestoreRead> {
-    if (preferTransition) return this.#perAsset.run(() => this.#readOne(asset, true));
+    if (preferTransition || this.#o.bulkFrom === undefined) return this.#perAsset.run(() => this.#readOne(asset, preferTransition));
     return new Promise<RestoreRead>((resolve, reject) => {
       if (this.#batch === null) {
         const batch: Waiting[] = [];
@@ -71,7 +74,7 @@ export class RestoreReads {
 
   async #run(batch: readonly Waiting[]): Promise<void> {
     this.#stats.batches++;
-    if (batch.length < this.#o.bulkFrom) {
+    if (batch.length < (this.#o.bulkFrom ?? Infinity)) {
       for (const w of batch) this.#perAsset.run(() => this.#readOne(w.asset, false)).then(w.resolve, w.reject);
       return;
     }
