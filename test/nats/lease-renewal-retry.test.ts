@@ -140,3 +140,30 @@ describe("lease renewal", () => {
     m.abandon();
   });
 });
+
+describe("lease renewal of several units", () => {
+  it("renews each unit a period after its own last renewal: one unanswered unit holds back no other", async () => {
+    const clock = new SimulatedClock(1_000_000);
+    const bucket = new FakeLeaseBucket();
+    // From t0 + 2 s no renewal of unit a is answered (its partition is fenced, as it must be); b's all are.
+    const s = store(clock, bucket, (key, at) => key === "asset.a" && at >= 1_002_000);
+    const lost: string[] = [];
+    const sent: number[] = [];
+    const update = s.update.bind(s);
+    s.update = (key, value, revision, timeoutMs) => {
+      if (key === "asset.b") sent.push(clock.now());
+      return update(key, value, revision, timeoutMs);
+    };
+    const m = new LeaseManager({ store: s, self: "e1", assets: ["a", "b"], clock, handlers: { acquired: async () => {}, lost: (mint) => void lost.push(mint), release: async () => {} } });
+    void m.start();
+    await advance(clock, 6_000);
+    expect(lost).toEqual(["a"]);
+    expect([...m.held]).toEqual(["b"]);
+    // b was renewed about every period throughout, also while a's renewals waited for their timeouts and retried (a
+    // round that waited for them sent b's next renewal after b's fencing deadline).
+    const gaps = sent.slice(1).map((t, i) => t - sent[i]!);
+    expect(sent.length).toBeGreaterThanOrEqual(10);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(600);
+    m.abandon();
+  });
+});

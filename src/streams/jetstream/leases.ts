@@ -101,16 +101,24 @@ export class LeaseManager {
   readonly #ttl: number;
   readonly #every: number;
   readonly #fenceAfter: number;
+  /** The renewal loop's tick: a fifth of the period. */
+  readonly #tick: number;
   readonly #log: LogFn;
   readonly #held = new Map<string, Held>();
   readonly #prefix: "asset." | "partition.";
   #renewTimer: unknown = null;
   #planTimer: unknown = null;
+  /** The first round's renewals, which the loops wait for (`start`). */
   #renewing: Promise<void> | null = null;
+  /** Units whose renewal (with its retries) is in flight: the next tick leaves them alone. */
+  readonly #renewals = new Map<string, Promise<void>>();
+  #beat: Promise<void> | null = null;
+  #lastBeat = -Infinity;
   #planning: Promise<void> | null = null;
   #stopped = false;
-  /** A renewal failed for a reason other than a lost lease (or the planning failed): retry soon, not after a period. */
+  /** The heartbeat failed: sent again at the next tick, not a period later. */
   #renewSoon = false;
+  /** The planning failed: run again soon, not after a period. */
   #planSoon = false;
   /** The earliest `expires_at` of a lease another engine holds, as last listed: a failover starts right after it. */
   #nextExpiry = Infinity;
@@ -121,6 +129,7 @@ export class LeaseManager {
     this.#ttl = options.ttlMs ?? LEASE_TTL_MS;
     this.#every = options.renewEveryMs ?? 500;
     this.#fenceAfter = options.fenceAfterMs ?? this.#ttl - LEASE_MARGIN_MS;
+    this.#tick = Math.max(10, Math.floor(this.#every / 5));
     if (!(this.#fenceAfter > 0 && this.#fenceAfter < this.#ttl && this.#every < this.#fenceAfter)) {
       throw new RangeError("lease timing must satisfy 0 < renewEveryMs < fenceAfterMs < ttlMs");
     }
@@ -157,9 +166,16 @@ export class LeaseManager {
    */
   start(): Promise<void> {
     const first = this.round();
+    // Ticks several times a period and renews each unit a period after its own last renewal was sent, never waiting for
+    // another unit's: one renewal retried until its deadline (a slow answer under load) used to hold back the next
+    // renewal of every other unit of the engine past their fencing deadlines, and all of them lapsed together.
+    const tick = this.#tick;
     const renewLoop = () => {
       if (this.#stopped) return;
-      this.#renewTimer = this.#o.clock.setTimeout(() => void this.#renewAll().finally(renewLoop), this.#renewSoon ? Math.min(500, this.#every) : this.#every);
+      this.#renewTimer = this.#o.clock.setTimeout(() => {
+        void this.#renewDue();
+        renewLoop();
+      }, tick);
     };
     const planLoop = () => {
       if (this.#stopped) return;
@@ -184,22 +200,54 @@ export class LeaseManager {
     await this.#plan();
   }
 
-  /** Heartbeat and every held lease's renewal; concurrent calls share the run in progress. */
+  /** Heartbeat and every held lease's renewal (those not in flight already); resolves when they are answered. */
   #renewAll(): Promise<void> {
-    this.#renewing ??= (async () => {
-      if (this.#stopped) return;
-      this.#renewSoon = false;
-      const { store, self, clock } = this.#o;
-      const [beat] = await Promise.allSettled([
-        store.put(LEASE_KEYS.engine(self), { owner: self, expires_at: clock.now() + this.#ttl }),
-        ...[...this.#held.keys()].map((mint) => this.#renew(mint)),
-      ]);
-      if (beat?.status === "rejected") {
-        this.#renewSoon = true;
-        this.#log("warn", "engine heartbeat failed", { error: beat.reason instanceof Error ? beat.reason.message : String(beat.reason) });
-      }
-    })().finally(() => (this.#renewing = null));
+    this.#renewing ??= this.#renewDue(true).finally(() => (this.#renewing = null));
     return this.#renewing;
+  }
+
+  /**
+   * The renewal of every held unit whose last renewal was sent a period ago, or will be within the next tick (`all`:
+   * every held unit), each on its own: a slow one holds back no other. With them the heartbeat, so it expires with the
+   * engine's leases, not up to a period later (the survivors count a dead engine alive until its heartbeat expires,
+   * and take its expired leases only then: the fair share). Resolves when the ones started here are answered (or given
+   * up at their deadline).
+   */
+  #renewDue(all = false): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    const { store, self, clock } = this.#o;
+    const now = clock.now();
+    const free = [...this.#held].filter(([unit, held]) => !this.#renewals.has(unit) && held.releasing !== true);
+    // Due: renewed a period ago (half a tick of slack for a timer that fires early). When some unit is due, the ones
+    // past half their period are renewed with it, once: units acquired at other instants fall into step, and the
+    // engine sends one heartbeat per period with all its renewals.
+    const dueAt = now - this.#every + this.#tick / 2;
+    const any = all || free.some(([, held]) => held.sentAt <= dueAt);
+    const withThem = now - this.#every / 2;
+    const started: Promise<void>[] = [];
+    for (const [unit, held] of free) {
+      if (!any || held.sentAt > withThem) continue;
+      const renewal = this.#renew(unit).finally(() => this.#renewals.delete(unit));
+      this.#renewals.set(unit, renewal);
+      started.push(renewal);
+    }
+    // After a failure the heartbeat is tried again at the next tick.
+    if (this.#beat === null && (any || this.#renewSoon || this.#lastBeat <= dueAt)) {
+      this.#renewSoon = false;
+      this.#lastBeat = now;
+      this.#beat = store
+        .put(LEASE_KEYS.engine(self), { owner: self, expires_at: now + this.#ttl })
+        .then(
+          () => {},
+          (e: unknown) => {
+            this.#renewSoon = true;
+            this.#log("warn", "engine heartbeat failed", { error: e instanceof Error ? e.message : String(e) });
+          },
+        )
+        .finally(() => (this.#beat = null));
+      started.push(this.#beat);
+    }
+    return Promise.allSettled(started).then(() => {});
   }
 
   /** Lists the leases and engines, then acquires or releases (`planLeases`); concurrent calls share the run. */
@@ -229,7 +277,11 @@ export class LeaseManager {
       for (const [key, r] of engines) if (key !== LEASE_KEYS.engine(self) && r.value.expires_at > now) alive++;
       const plan = planLeases({ self, now, assets: this.#o.assets, leases: byMint, engines: alive, held: this.held });
       this.#nextExpiry = Infinity;
-      for (const r of byMint.values()) if (r.value.owner !== self && r.value.expires_at > now) this.#nextExpiry = Math.min(this.#nextExpiry, r.value.expires_at);
+      // And right after another engine's heartbeat expires: its units renew on their own cadence, not with the beat,
+      // and a unit whose lease expired is not taken while the engine still counts as alive (the fair share).
+      for (const r of [...byMint.values(), ...engines.values()]) {
+        if (r.value.owner !== self && r.value.expires_at > now) this.#nextExpiry = Math.min(this.#nextExpiry, r.value.expires_at);
+      }
       for (const mint of plan.release) await this.#release(mint);
       // Acquisitions run together: a failover restores all of a dead engine's assets at once.
       await Promise.all(plan.acquire.map(({ mint, revision }) => this.#acquire(mint, revision)));
@@ -287,7 +339,6 @@ export class LeaseManager {
         return;
       } catch (e) {
         if (!(e instanceof LeaseConflictError)) {
-          this.#renewSoon = true;
           this.#log("warn", "lease renewal failed", { mint, attempt, error: e instanceof Error ? e.message : String(e) });
           if (this.#stopped || this.#held.get(mint) !== held) return;
           // Unknown outcome: keep trying until the fencing deadline (a short pause: a refusal can come at once).
@@ -382,7 +433,7 @@ export class LeaseManager {
     if (this.#stopped) return;
     this.#stopped = true;
     this.#clearTimers();
-    await Promise.allSettled([this.#renewing, this.#planning]);
+    await Promise.allSettled([this.#renewing, this.#planning, this.#beat, ...this.#renewals.values()]);
     await Promise.all([...this.#held.keys()].map((mint) => this.#release(mint)));
     await this.#o.store.purge(LEASE_KEYS.engine(this.#o.self)).catch(() => {});
   }
