@@ -1,7 +1,8 @@
 /**
  * `RestoreReads` (issue 26 item 3, kill -> restored): the states a take-over reads, batched. Reads asked for together
  * form one batch; a batch of `bulkFrom` assets or more is read in one pass over the streams' last messages, a smaller
- * one asset by asset; both give exactly what a per-asset `readRecovery` gives, including a state rebuilt from a
+ * one asset by asset; on a replicated cluster its transitions in one pass and its snapshots asset by asset; all give
+ * exactly what a per-asset `readRecovery` gives, including a state rebuilt from a
  * transition message with its sample stamp (`Peg-Sample-Ts`), and while the streams are being written. On a real
  * nats-server.
  */
@@ -71,7 +72,7 @@ describe("RestoreReads", () => {
   it("reads a batch of bulkFrom assets or more in one pass, the same states as asset by asset", async () => {
     const reads = new RestoreReads({ topology, log: () => {}, bulkFrom: 20 });
     const got = await Promise.all(assets.slice(0, 25).map((a) => reads.read(a)));
-    expect(reads.stats).toEqual({ batches: 1, bulk: 1 });
+    expect(reads.stats).toEqual({ batches: 1, bulk: 1, transitionPasses: 0 });
     for (let i = 0; i < 25; i++) expect(got[i], assets[i]!.symbol).toEqual(await perAsset(i));
     // The transition's state resumes after its sample's stamp, not after its (later) evaluation instant.
     expect(got[7]!.recovered!.source).toBe("transition");
@@ -100,7 +101,7 @@ describe("RestoreReads", () => {
       const got = await Promise.all(assets.map((a) => reads.read(a)));
       clearInterval(writer);
       expect(writes).toBeGreaterThan(0);
-      expect(reads.stats).toEqual({ batches: 1, bulk: 1 });
+      expect(reads.stats).toEqual({ batches: 1, bulk: 1, transitionPasses: 0 });
       for (let i = 0; i < assets.length; i++) expect(got[i], assets[i]!.symbol).toEqual(await perAsset(i));
     } finally {
       clearInterval(writer);
@@ -110,17 +111,31 @@ describe("RestoreReads", () => {
   it("reads every asset on its own, unbatched, without bulkFrom (a replicated cluster)", async () => {
     const unbatched = new RestoreReads({ topology, log: () => {} });
     const got = await Promise.all(assets.slice(0, 25).map((a) => unbatched.read(a)));
-    expect(unbatched.stats).toEqual({ batches: 0, bulk: 0 });
+    expect(unbatched.stats).toEqual({ batches: 0, bulk: 0, transitionPasses: 0 });
     for (let i = 0; i < 25; i++) expect(got[i], assets[i]!.symbol).toEqual(await perAsset(i));
+  });
+
+  it("on a replicated cluster reads a batch's transitions in one pass and each snapshot on its own, the same states", async () => {
+    const reads = new RestoreReads({ topology, log: () => {}, passTransitions: true });
+    const got = await Promise.all(assets.map((a) => reads.read(a)));
+    expect(reads.stats).toEqual({ batches: 1, bulk: 0, transitionPasses: 1 });
+    for (let i = 0; i < assets.length; i++) expect(got[i], assets[i]!.symbol).toEqual(await perAsset(i));
+    expect(got[7]!.recovered!.source).toBe("transition");
+    expect(got[7]!.recovered!.state.last!.ts).toBe(T0 + 2_000);
+    expect(got[7]!.seq).toBeGreaterThan(0);
+    // A batch below BULK_FROM (32) is read asset by asset.
+    const few = await Promise.all(assets.slice(0, 5).map((a) => reads.read(a)));
+    expect(reads.stats).toEqual({ batches: 2, bulk: 0, transitionPasses: 1 });
+    for (let i = 0; i < 5; i++) expect(few[i], assets[i]!.symbol).toEqual(await perAsset(i));
   });
 
   it("reads a smaller batch asset by asset, and a rejected token's re-read on its own", async () => {
     const reads = new RestoreReads({ topology, log: () => {}, bulkFrom: 20 });
     const got = await Promise.all(assets.slice(5, 10).map((a) => reads.read(a)));
-    expect(reads.stats).toEqual({ batches: 1, bulk: 0 });
+    expect(reads.stats).toEqual({ batches: 1, bulk: 0, transitionPasses: 0 });
     for (let i = 5; i < 10; i++) expect(got[i - 5], assets[i]!.symbol).toEqual(await perAsset(i));
     const again = await reads.read(moved, true);
-    expect(reads.stats).toEqual({ batches: 1, bulk: 0 });
+    expect(reads.stats).toEqual({ batches: 1, bulk: 0, transitionPasses: 0 });
     expect(again.recovered!.source).toBe("transition");
     expect(again.recovered!.state.last!.ts).toBe(T0 + 2_000);
   });

@@ -121,13 +121,15 @@ export function startPartition(o: PartitionOptions): Partition {
   const received = o.samplesOf === undefined && o.intake === undefined ? new RecentSamples({ windowMs: o.retainMs ?? 60_000, maxPerAsset: 1_000 }) : null;
   for (const a of o.assets) o.host.release(a.mint);
   const store = o.store;
-  // A failover's thousands of acquired assets read in one pass; at most 32 per-asset reads at once otherwise (each two
-  // NATS requests: thousands in flight made the engine's own lease renewals time out behind them, bench:cluster).
+  // A failover's thousands of acquired assets read in one pass (on a replicated cluster: their transitions in one pass,
+  // their snapshots 64 at once); at most 32 per-asset reads at once otherwise (each two NATS requests: thousands in
+  // flight made the engine's own lease renewals time out behind them, bench:cluster).
   const starts = budgetedSteps(50);
   const reads = new RestoreReads({
     topology: o.topology,
     log: o.log,
     ...(o.bulkRestore === false ? {} : { bulkFrom: Math.max(BULK_FROM, Math.ceil(o.assets.length / 8)) }),
+    passTransitions: true,
     ...(o.fromStore === undefined ? {} : { fromStore: o.fromStore }),
   });
 

@@ -3,6 +3,7 @@ import type { MsgHdrs } from "@nats-io/transport-node";
 import { assetStateFromJSON, type ActorHost, type HostAsset } from "../../actors/index.ts";
 import { parseTimestamp, stateFromReceipt, type AssetState } from "../../methodology/index.ts";
 import type { LogFn } from "./engine-link.ts";
+import { limiter } from "./limiter.ts";
 import { SAMPLE_TS_HEADER } from "./messages.ts";
 import { subjects, TOPOLOGY, type Topology } from "./topology.ts";
 
@@ -81,8 +82,10 @@ export interface RecoveryOptions {
   /**
    * One pass over each stream's last messages (true) or two reads per asset (false). Default: from `BULK_FROM`
    * assets on. A pass reads every asset's, so it pays for a share of the assets only (`RestoreReads`).
+   * `"transitions"`: the transitions in one pass (most assets have none), each snapshot read on its own (a replicated
+   * cluster, where a pass over the snapshots can miss what a lagging replica lacks: see `RestoreReads`).
    */
-  readonly bulk?: boolean;
+  readonly bulk?: boolean | "transitions";
 }
 
 /** What `readRecovery` found. */
@@ -104,16 +107,23 @@ export interface RecoveryRead {
  */
 export async function readRecovery(assets: readonly HostAsset[], topology: Topology, options: RecoveryOptions = {}): Promise<RecoveryRead> {
   const log = options.log ?? (() => {});
-  const bulk = (options.bulk ?? assets.length >= BULK_FROM) ? await readAllLast(topology) : null;
+  const mode = options.bulk ?? assets.length >= BULK_FROM;
+  const bulk = mode === false ? null : await readAllLast(topology, mode === true);
+  // A read that fails (a timeout, NATS unreachable) fails the recovery, to be tried again: resuming from an older
+  // state, or cold, because the snapshot could not be fetched would rewind the asset. Only a snapshot that was read
+  // and does not decode is ignored. Both reads of an asset at once, and `READS_AT_ONCE` assets at once: a take-over
+  // restores thousands of assets, each a round trip or two.
+  const reads = limiter(READS_AT_ONCE);
+  const fetched = await Promise.all(
+    assets.map((asset) =>
+      reads.run(() => (bulk === null ? Promise.all([snapshotText(topology, asset.mint), lastTransition(topology, asset.mint)]) : bulk.of(asset.mint))),
+    ),
+  );
   const out = new Map<string, { state: AssetState; source: RecoverySource }>();
   const transitionSeqs = new Map<string, number>();
   const neither: HostAsset[] = [];
-  for (const asset of assets) {
-    // A read that fails (a timeout, NATS unreachable) fails the recovery, to be tried again: resuming from an older
-    // state, or cold, because the snapshot could not be fetched would rewind the asset. Only a snapshot that was read
-    // and does not decode is ignored.
-    // Both reads of an asset at once: a take-over restores thousands of assets, each two round trips.
-    const [text, lastMsg] = await (bulk === null ? Promise.all([snapshotText(topology, asset.mint), lastTransition(topology, asset.mint)]) : bulk.of(asset.mint));
+  for (const [i, asset] of assets.entries()) {
+    const [text, lastMsg] = fetched[i]!;
     let snapshot: AssetState | null = null;
     try {
       if (text !== null) snapshot = assetStateFromJSON(JSON.parse(text));
@@ -149,6 +159,9 @@ export async function readRecovery(assets: readonly HostAsset[], topology: Topol
  */
 export const BULK_FROM = 32;
 
+/** Assets whose reads are in flight at once (each one or two NATS requests). */
+const READS_AT_ONCE = 64;
+
 async function snapshotText(topology: Topology, mint: string): Promise<string | null> {
   const entry = await topology.actors.get(mint);
   return entry !== null && entry.length > 0 ? entry.string() : null;
@@ -156,16 +169,18 @@ async function snapshotText(topology: Topology, mint: string): Promise<string | 
 
 /**
  * Every actor snapshot (the KV bucket's last value per key; a deleted or purged key has an empty value and is left
- * out) and every asset's last transition, each in one pass over its stream. Decoded only for the assets asked for
+ * out; `withSnapshots` false: each read on its own) and every asset's last transition, each in one pass over its
+ * stream. Decoded only for the assets asked for
  * (`of`): a take-over reads the whole catalogue's and restores a share of it. A snapshot the pass did not deliver is
  * read on its own (a key replaced while the pass ran can be skipped, see `lastPerSubject`; a 10,000-asset take-over
  * beside running engines rewrites hundreds of them meanwhile).
  */
-async function readAllLast(topology: Topology): Promise<{ of(mint: string): Promise<[string | null, StoredTransition | null]> }> {
+async function readAllLast(topology: Topology, withSnapshots: boolean): Promise<{ of(mint: string): Promise<[string | null, StoredTransition | null]> }> {
   const kvPrefix = `$KV.${TOPOLOGY.actors.bucket}.`;
   const transitionPrefix = subjects.transition("");
   const [snapshotPass, transitionPass] = await Promise.all([
-    lastPerSubject(topology, `KV_${TOPOLOGY.actors.bucket}`, `${kvPrefix}>`),
+    // Without the snapshots' pass every snapshot is read on its own (an incomplete empty pass).
+    withSnapshots ? lastPerSubject(topology, `KV_${TOPOLOGY.actors.bucket}`, `${kvPrefix}>`) : { messages: [] as JsMsg[], complete: false },
     lastPerSubject(topology, TOPOLOGY.transitions.stream, `${transitionPrefix}>`),
   ]);
   const snapshots = new Map<string, JsMsg>();

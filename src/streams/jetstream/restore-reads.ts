@@ -2,7 +2,7 @@ import type { HostAsset } from "../../actors/index.ts";
 import type { AssetState } from "../../methodology/index.ts";
 import type { LogFn } from "./engine-link.ts";
 import { limiter } from "./limiter.ts";
-import { readRecovery, type RecoveryOptions, type RecoverySource } from "./recovery.ts";
+import { BULK_FROM, readRecovery, type RecoveryOptions, type RecoverySource } from "./recovery.ts";
 import type { Topology } from "./topology.ts";
 
 /** What an acquisition needs of an asset: the state it resumes from (none: cold) and its fencing token. */
@@ -17,9 +17,15 @@ export interface RestoreReadsOptions {
   readonly fromStore?: RecoveryOptions["fromStore"];
   /**
    * A batch of at least this many assets is read in one pass over the streams (about an eighth of the catalogue).
-   * Absent: never (a replicated cluster), and reads are not batched at all.
+   * Absent: never (a replicated cluster).
    */
   readonly bulkFrom?: number;
+  /**
+   * A batch of `BULK_FROM` (32) assets or more, below `bulkFrom`, reads its transitions in one pass over
+   * `PEG_TRANSITIONS` and each snapshot on its own (one request per asset instead of two). Absent and without
+   * `bulkFrom`: reads are not batched at all.
+   */
+  readonly passTransitions?: boolean;
   /** Reads asked for within this long of a batch's first one join it. Default 25 ms. */
   readonly windowMs?: number;
 }
@@ -40,25 +46,29 @@ interface Waiting {
  * (2.4 s for 3,300 of 10,000 assets on this machine, `bench/restore-read.ts`), while one pass over the last message of
  * every subject of `peg_actors` and `PEG_TRANSITIONS` reads all 10,000 in 0.8 s. So the reads asked for within a
  * short window form a batch, read in one pass when it is at least `bulkFrom` assets, else asset by asset (a pass
- * costs the whole catalogue, a partition's few hundred assets do not pay for it).
+ * costs the whole catalogue, a partition's few hundred assets do not pay for it). On a replicated cluster
+ * (`passTransitions`, no `bulkFrom`) a batch reads its transitions in one pass and each snapshot on its own: a pass
+ * over the snapshots could run on a replica that lags behind the live engines' writes and miss a snapshot, and the
+ * asset would resume cold; a transition the pass misses is caught by its fencing token (the asset's next publish is
+ * refused, and the asset restored from the stream's leader).
  */
 export class RestoreReads {
   readonly #o: RestoreReadsOptions;
   readonly #perAsset = limiter(PER_ASSET_AT_ONCE);
   #batch: Waiting[] | null = null;
-  #stats = { batches: 0, bulk: 0 };
+  #stats = { batches: 0, bulk: 0, transitionPasses: 0 };
 
   constructor(options: RestoreReadsOptions) {
     this.#o = options;
   }
 
-  get stats(): { readonly batches: number; readonly bulk: number } {
+  get stats(): { readonly batches: number; readonly bulk: number; readonly transitionPasses: number } {
     return { ...this.#stats };
   }
 
   /** The asset's state as a recovery reads it; `preferTransition` (a rejected fencing token) is read on its own. */
   read(asset: HostAsset, preferTransition = false): Promise<RestoreRead> {
-    if (preferTransition || this.#o.bulkFrom === undefined) return this.#perAsset.run(() => this.#readOne(asset, preferTransition));
+    if (preferTransition || (this.#o.bulkFrom === undefined && this.#o.passTransitions !== true)) return this.#perAsset.run(() => this.#readOne(asset, preferTransition));
     return new Promise<RestoreRead>((resolve, reject) => {
       if (this.#batch === null) {
         const batch: Waiting[] = [];
@@ -74,16 +84,18 @@ export class RestoreReads {
 
   async #run(batch: readonly Waiting[]): Promise<void> {
     this.#stats.batches++;
-    if (batch.length < (this.#o.bulkFrom ?? Infinity)) {
+    const full = batch.length >= (this.#o.bulkFrom ?? Infinity);
+    if (!full && !(this.#o.passTransitions === true && batch.length >= BULK_FROM)) {
       for (const w of batch) this.#perAsset.run(() => this.#readOne(w.asset, false)).then(w.resolve, w.reject);
       return;
     }
-    this.#stats.bulk++;
+    if (full) this.#stats.bulk++;
+    else this.#stats.transitionPasses++;
     try {
       const read = await readRecovery(
         batch.map((w) => w.asset),
         this.#o.topology,
-        { log: this.#o.log, bulk: true, ...(this.#o.fromStore === undefined ? {} : { fromStore: this.#o.fromStore }) },
+        { log: this.#o.log, bulk: full ? true : "transitions", ...(this.#o.fromStore === undefined ? {} : { fromStore: this.#o.fromStore }) },
       );
       for (const w of batch) w.resolve({ recovered: read.states.get(w.asset.mint), seq: read.transitionSeqs.get(w.asset.mint) ?? 0 });
     } catch (e) {
