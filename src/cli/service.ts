@@ -26,6 +26,7 @@ import { startHttp } from "./service/http.ts";
 import { openIntake } from "./service/intake.ts";
 import { spawnProjectorThread, startProjectors } from "./service/projectors.ts";
 import { sharedIntake } from "./service/shared-intake.ts";
+import { watchLoopStalls } from "./service/loop-stalls.ts";
 import { requestsAnswered, runShutdown, UndoStack } from "./service/undo.ts";
 
 /** A running service: its parts (for tests and stats) and the ordered shutdown. */
@@ -138,6 +139,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     progress.starting = "starting webhook delivery";
     const { worker, stop: stopDelivery } = await delivery.running();
     if (partition !== null) {
+      undo.push(watchLoopStalls(log));
       await shared?.start(partition);
       await partition.leases.start();
       log("info", "engine leases", { engine: partition.self, held: partition.heldAssets(), assets: catalog.active.length, leases: partition.leases.held.size });
