@@ -19,7 +19,8 @@
  * 4. The stream against the clients: every transition of PEG_TRANSITIONS received by every client once and in order,
  *    one chain of states per asset, no owner change before the previous lease expired.
  *
- * Prints one JSON line and rewrites the "cluster" section of docs/benchmarks.md (BENCH_WRITE_DOC=0: not).
+ * Prints one JSON line and rewrites the "cluster" section of docs/benchmarks.md (BENCH_WRITE_DOC=0: not). BENCH_CPU_PROF_DIR:
+ * the engines run under --cpu-prof, their profiles written there.
  */
 import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -54,6 +55,9 @@ const STEADY_S = positiveInt("BENCH_STEADY_SECONDS", 10);
 const PARTITION_S = positiveInt("BENCH_PARTITION_SECONDS", 3);
 const NODE_TRANSITIONS = positiveInt("BENCH_NODE_TRANSITIONS", 5);
 const WRITE_DOC = process.env["BENCH_WRITE_DOC"] !== "0";
+/** BENCH_CPU_PROF_DIR: the engines run under --cpu-prof, stopped with SIGTERM at the end so their profiles are written. */
+const PROF_DIR = process.env["BENCH_CPU_PROF_DIR"];
+const PROF = PROF_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`];
 if (ENGINES < 2) throw new Error("BENCH_ENGINES must be at least 2 (one is killed)");
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const GIT_SHA = execFileSync("git", ["rev-parse", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
@@ -73,6 +77,11 @@ let nc: NatsConnection | null = null;
 const procs: RoleProcess[] = [];
 const dirs: string[] = [];
 async function cleanup(): Promise<void> {
+  const live = procs.filter((p) => p.proc.exitCode === null && p.proc.signalCode === null);
+  if (PROF_DIR !== undefined) {
+    for (const p of live) p.proc.kill("SIGTERM");
+    await Promise.race([Promise.all(live.map((p) => p.exited)), new Promise((r) => setTimeout(r, 30_000))]);
+  }
   for (const p of procs) if (p.proc.exitCode === null && p.proc.signalCode === null) p.proc.kill("SIGKILL");
   await Promise.all(procs.map((p) => p.exited));
   const out = join(ROOT, "test-results", "cluster-bench");
@@ -185,7 +194,7 @@ async function run(m: Draft): Promise<void> {
   const proxied = cluster.nodes.find((n) => n.name !== leaderAtStart)!;
   proxy = await startTcpProxy(proxied.port);
   const engines = Array.from({ length: ENGINES }, (_, i) =>
-    spawnRole(`engine-${i + 1}`, env("engine", i === ENGINES - 1 ? `nats://127.0.0.1:${proxy!.port}` : cluster!.urls)),
+    spawnRole(`engine-${i + 1}`, env("engine", i === ENGINES - 1 ? `nats://127.0.0.1:${proxy!.port}` : cluster!.urls), PROF),
   );
   procs.push(...engines);
   const ids = (await Promise.all(engines.map(started))).map((l) => String(l["engine"]));
