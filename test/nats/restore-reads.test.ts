@@ -129,6 +129,23 @@ describe("RestoreReads", () => {
     for (let i = 0; i < 5; i++) expect(few[i], assets[i]!.symbol).toEqual(await perAsset(i));
   });
 
+  it("settles each asset of a transition-pass batch on its own: one read that fails fails only its asset", async () => {
+    const failing = assets[3]!.mint;
+    // A snapshot read that times out (a loaded cluster), for one asset of the batch.
+    const actors = new Proxy(topology.actors, {
+      get: (target, key, receiver) =>
+        key === "get" ? (mint: string) => (mint === failing ? Promise.reject(new Error("timeout")) : target.get(mint)) : Reflect.get(target, key, receiver),
+    });
+    const reads = new RestoreReads({ topology: { ...topology, actors }, log: () => {}, passTransitions: true });
+    const got = await Promise.allSettled(assets.map((a) => reads.read(a)));
+    expect(reads.stats).toEqual({ batches: 1, bulk: 0, transitionPasses: 1 });
+    for (let i = 0; i < assets.length; i++) {
+      const r = got[i]!;
+      if (assets[i]!.mint === failing) expect(r.status).toBe("rejected");
+      else expect(r.status === "fulfilled" ? r.value : r.reason, assets[i]!.symbol).toEqual(await perAsset(i));
+    }
+  });
+
   it("reads a smaller batch asset by asset, and a rejected token's re-read on its own", async () => {
     const reads = new RestoreReads({ topology, log: () => {}, bulkFrom: 20 });
     const got = await Promise.all(assets.slice(5, 10).map((a) => reads.read(a)));

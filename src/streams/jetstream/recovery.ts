@@ -82,10 +82,13 @@ export interface RecoveryOptions {
   /**
    * One pass over each stream's last messages (true) or two reads per asset (false). Default: from `BULK_FROM`
    * assets on. A pass reads every asset's, so it pays for a share of the assets only (`RestoreReads`).
-   * `"transitions"`: the transitions in one pass (most assets have none), each snapshot read on its own (a replicated
-   * cluster, where a pass over the snapshots can miss what a lagging replica lacks: see `RestoreReads`).
    */
-  readonly bulk?: boolean | "transitions";
+  readonly bulk?: boolean;
+  /**
+   * The assets' last transitions as one pass read them (`lastTransitions`): an asset absent from it has none, and only
+   * its snapshot is read (a replicated cluster's take-over, `RestoreReads`). Not with `bulk`.
+   */
+  readonly transitions?: TransitionPass;
 }
 
 /** What `readRecovery` found. */
@@ -107,8 +110,9 @@ export interface RecoveryRead {
  */
 export async function readRecovery(assets: readonly HostAsset[], topology: Topology, options: RecoveryOptions = {}): Promise<RecoveryRead> {
   const log = options.log ?? (() => {});
-  const mode = options.bulk ?? assets.length >= BULK_FROM;
-  const bulk = mode === false ? null : await readAllLast(topology, mode === true);
+  const known = options.transitions;
+  const bulk = (options.bulk ?? (known === undefined && assets.length >= BULK_FROM)) ? await readAllLast(topology) : null;
+  const transitionOf = (mint: string) => (known === undefined ? lastTransition(topology, mint) : Promise.resolve(known.get(mint)));
   // A read that fails (a timeout, NATS unreachable) fails the recovery, to be tried again: resuming from an older
   // state, or cold, because the snapshot could not be fetched would rewind the asset. Only a snapshot that was read
   // and does not decode is ignored. Both reads of an asset at once, and `READS_AT_ONCE` assets at once: a take-over
@@ -116,7 +120,7 @@ export async function readRecovery(assets: readonly HostAsset[], topology: Topol
   const reads = limiter(READS_AT_ONCE);
   const fetched = await Promise.all(
     assets.map((asset) =>
-      reads.run(() => (bulk === null ? Promise.all([snapshotText(topology, asset.mint), lastTransition(topology, asset.mint)]) : bulk.of(asset.mint))),
+      reads.run(() => (bulk === null ? Promise.all([snapshotText(topology, asset.mint), transitionOf(asset.mint)]) : bulk.of(asset.mint))),
     ),
   );
   const out = new Map<string, { state: AssetState; source: RecoverySource }>();
@@ -169,37 +173,50 @@ async function snapshotText(topology: Topology, mint: string): Promise<string | 
 
 /**
  * Every actor snapshot (the KV bucket's last value per key; a deleted or purged key has an empty value and is left
- * out; `withSnapshots` false: each read on its own) and every asset's last transition, each in one pass over its
- * stream. Decoded only for the assets asked for
+ * out) and every asset's last transition, each in one pass over its stream. Decoded only for the assets asked for
  * (`of`): a take-over reads the whole catalogue's and restores a share of it. A snapshot the pass did not deliver is
  * read on its own (a key replaced while the pass ran can be skipped, see `lastPerSubject`; a 10,000-asset take-over
  * beside running engines rewrites hundreds of them meanwhile).
  */
-async function readAllLast(topology: Topology, withSnapshots: boolean): Promise<{ of(mint: string): Promise<[string | null, StoredTransition | null]> }> {
+async function readAllLast(topology: Topology): Promise<{ of(mint: string): Promise<[string | null, StoredTransition | null]> }> {
   const kvPrefix = `$KV.${TOPOLOGY.actors.bucket}.`;
-  const transitionPrefix = subjects.transition("");
-  const [snapshotPass, transitionPass] = await Promise.all([
-    // Without the snapshots' pass every snapshot is read on its own (an incomplete empty pass).
-    withSnapshots ? lastPerSubject(topology, `KV_${TOPOLOGY.actors.bucket}`, `${kvPrefix}>`) : { messages: [] as JsMsg[], complete: false },
-    lastPerSubject(topology, TOPOLOGY.transitions.stream, `${transitionPrefix}>`),
-  ]);
+  const [snapshotPass, transitions] = await Promise.all([lastPerSubject(topology, `KV_${TOPOLOGY.actors.bucket}`, `${kvPrefix}>`), lastTransitions(topology)]);
   const snapshots = new Map<string, JsMsg>();
   for (const m of snapshotPass.messages) snapshots.set(m.subject.slice(kvPrefix.length), m);
-  const transitions = new Map<string, JsMsg>();
-  for (const m of transitionPass.messages) transitions.set(m.subject.slice(transitionPrefix.length), m);
   return {
     of: async (mint) => {
       const s = snapshots.get(mint);
-      const t = transitions.get(mint);
       // Not in the pass: read on its own, unless the bucket is empty (a first start). A snapshot missed here would
       // restart the asset from an older state. A transition missed (most assets have none, so reading each on its own
       // would cost the per-asset reads again) is caught by its fencing token: the asset's next publish is refused and
       // the asset restored from the stream (`EngineLink`, `onConflict`).
       const text = s !== undefined ? (s.data.length > 0 ? s.string() : null) : snapshotPass.messages.length === 0 && snapshotPass.complete ? null : await snapshotText(topology, mint);
-      const transition = t === undefined ? null : storedTransition(t.seq, t.headers, t.json<ReceiptLike>());
-      return [text, transition];
+      return [text, transitions.get(mint)];
     },
   };
+}
+
+/**
+ * Every asset's last transition (by mint), in one pass over `PEG_TRANSITIONS` (most assets have none). A transition
+ * the pass misses (written while it ran, or not yet on the replica it reads) is caught by its fencing token: the
+ * asset's next publish is refused and the asset restored from the stream's leader.
+ */
+export async function lastTransitions(topology: Topology): Promise<TransitionPass> {
+  const prefix = subjects.transition("");
+  const messages = new Map<string, JsMsg>();
+  for (const m of (await lastPerSubject(topology, TOPOLOGY.transitions.stream, `${prefix}>`)).messages) messages.set(m.subject.slice(prefix.length), m);
+  // Decoded only for the assets asked for.
+  return {
+    get: (mint) => {
+      const m = messages.get(mint);
+      return m === undefined ? null : storedTransition(m.seq, m.headers, m.json<ReceiptLike>());
+    },
+  };
+}
+
+/** The last transition of each asset, as one pass read them; null: none. */
+export interface TransitionPass {
+  get(mint: string): StoredTransition | null;
 }
 
 /**

@@ -2,7 +2,7 @@ import type { HostAsset } from "../../actors/index.ts";
 import type { AssetState } from "../../methodology/index.ts";
 import type { LogFn } from "./engine-link.ts";
 import { limiter } from "./limiter.ts";
-import { BULK_FROM, readRecovery, type RecoveryOptions, type RecoverySource } from "./recovery.ts";
+import { BULK_FROM, lastTransitions, readRecovery, type RecoveryOptions, type RecoverySource, type TransitionPass } from "./recovery.ts";
 import type { Topology } from "./topology.ts";
 
 /** What an acquisition needs of an asset: the state it resumes from (none: cold) and its fencing token. */
@@ -32,6 +32,7 @@ export interface RestoreReadsOptions {
 
 /** Per-asset reads in flight at once (each is two NATS requests). */
 const PER_ASSET_AT_ONCE = 32;
+const SNAPSHOTS_AT_ONCE = 64;
 const WINDOW_MS = 25;
 
 interface Waiting {
@@ -55,6 +56,8 @@ interface Waiting {
 export class RestoreReads {
   readonly #o: RestoreReadsOptions;
   readonly #perAsset = limiter(PER_ASSET_AT_ONCE);
+  /** Snapshot reads after a pass over the transitions: one request each. */
+  readonly #snapshots = limiter(SNAPSHOTS_AT_ONCE);
   #batch: Waiting[] | null = null;
   #stats = { batches: 0, bulk: 0, transitionPasses: 0 };
 
@@ -85,17 +88,18 @@ export class RestoreReads {
   async #run(batch: readonly Waiting[]): Promise<void> {
     this.#stats.batches++;
     const full = batch.length >= (this.#o.bulkFrom ?? Infinity);
-    if (!full && !(this.#o.passTransitions === true && batch.length >= BULK_FROM)) {
+    const pass = !full && this.#o.passTransitions === true && batch.length >= BULK_FROM;
+    if (!full && !pass) {
       for (const w of batch) this.#perAsset.run(() => this.#readOne(w.asset, false)).then(w.resolve, w.reject);
       return;
     }
-    if (full) this.#stats.bulk++;
-    else this.#stats.transitionPasses++;
+    if (pass) return this.#runWithTransitionPass(batch);
+    this.#stats.bulk++;
     try {
       const read = await readRecovery(
         batch.map((w) => w.asset),
         this.#o.topology,
-        { log: this.#o.log, bulk: full ? true : "transitions", ...(this.#o.fromStore === undefined ? {} : { fromStore: this.#o.fromStore }) },
+        { log: this.#o.log, bulk: true, ...(this.#o.fromStore === undefined ? {} : { fromStore: this.#o.fromStore }) },
       );
       for (const w of batch) w.resolve({ recovered: read.states.get(w.asset.mint), seq: read.transitionSeqs.get(w.asset.mint) ?? 0 });
     } catch (e) {
@@ -103,11 +107,30 @@ export class RestoreReads {
     }
   }
 
-  async #readOne(asset: HostAsset, preferTransition: boolean): Promise<RestoreRead> {
+  /**
+   * The batch's transitions in one pass, then each asset's snapshot on its own, each asset settled on its own: a read
+   * that times out fails its own asset's partition, not the whole batch (one survivor taking 32 partitions at once
+   * released them all, again and again, when any of 5,000 reads timed out). If the pass fails, asset by asset.
+   */
+  async #runWithTransitionPass(batch: readonly Waiting[]): Promise<void> {
+    let transitions: TransitionPass;
+    try {
+      transitions = await lastTransitions(this.#o.topology);
+    } catch (e) {
+      this.#o.log("warn", "the restore's pass over the transitions failed; reading asset by asset", { error: e instanceof Error ? e.message : String(e) });
+      for (const w of batch) this.#perAsset.run(() => this.#readOne(w.asset, false)).then(w.resolve, w.reject);
+      return;
+    }
+    this.#stats.transitionPasses++;
+    for (const w of batch) this.#snapshots.run(() => this.#readOne(w.asset, false, transitions)).then(w.resolve, w.reject);
+  }
+
+  async #readOne(asset: HostAsset, preferTransition: boolean, transitions?: TransitionPass): Promise<RestoreRead> {
     const read = await readRecovery([asset], this.#o.topology, {
       log: this.#o.log,
       bulk: false,
       preferTransition,
+      ...(transitions === undefined ? {} : { transitions }),
       ...(this.#o.fromStore === undefined ? {} : { fromStore: this.#o.fromStore }),
     });
     return { recovered: read.states.get(asset.mint), seq: read.transitionSeqs.get(asset.mint) ?? 0 };
