@@ -207,8 +207,8 @@ export class LeaseManager {
   }
 
   /**
-   * The renewal of every held unit whose last renewal was sent a period ago, or will be within the next tick (`all`:
-   * every held unit), each on its own: a slow one holds back no other. With them the heartbeat, so it expires with the
+   * The renewal of every held unit whose last renewal was sent a period ago (`all`: every held unit), each on its own:
+   * a slow one holds back no other. With them the heartbeat, so it expires with the
    * engine's leases, not up to a period later (the survivors count a dead engine alive until its heartbeat expires,
    * and take its expired leases only then: the fair share). Resolves when the ones started here are answered (or given
    * up at their deadline).
@@ -277,8 +277,8 @@ export class LeaseManager {
       for (const [key, r] of engines) if (key !== LEASE_KEYS.engine(self) && r.value.expires_at > now) alive++;
       const plan = planLeases({ self, now, assets: this.#o.assets, leases: byMint, engines: alive, held: this.held });
       this.#nextExpiry = Infinity;
-      // And right after another engine's heartbeat expires: its units renew on their own cadence, not with the beat,
-      // and a unit whose lease expired is not taken while the engine still counts as alive (the fair share).
+      // And right after another engine's heartbeat expires (a beat can outlive its engine's leases by a tick): a unit
+      // whose lease expired is not taken while its engine still counts as alive (the fair share).
       for (const r of [...byMint.values(), ...engines.values()]) {
         if (r.value.owner !== self && r.value.expires_at > now) this.#nextExpiry = Math.min(this.#nextExpiry, r.value.expires_at);
       }
