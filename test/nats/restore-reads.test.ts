@@ -156,4 +156,14 @@ describe("RestoreReads", () => {
     expect(again.recovered!.source).toBe("transition");
     expect(again.recovered!.state.last!.ts).toBe(T0 + 2_000);
   });
+
+  it("reads asset by asset when the transitions stream has over 4 subjects per asset of the batch (a pass would read them all)", async () => {
+    // Other assets' transitions (not in the catalogue read here): over 4 subjects per asset of the batch.
+    const js = jetstream(nc);
+    for (let i = 0; i < 4 * assets.length; i++) await js.publish(subjects.transition(`other-${i}`), JSON.stringify({ detected_at: new Date(T0).toISOString() }));
+    const reads = new RestoreReads({ topology, log: () => {}, passTransitions: true });
+    const got = await Promise.all(assets.map((a) => reads.read(a)));
+    expect(reads.stats).toEqual({ batches: 1, bulk: 0, transitionPasses: 0 });
+    for (let i = 0; i < assets.length; i++) expect(got[i], assets[i]!.symbol).toEqual(await perAsset(i));
+  });
 });

@@ -3,7 +3,7 @@ import type { AssetState } from "../../methodology/index.ts";
 import type { LogFn } from "./engine-link.ts";
 import { limiter } from "./limiter.ts";
 import { BULK_FROM, lastTransitions, readRecovery, type RecoveryOptions, type RecoverySource, type TransitionPass } from "./recovery.ts";
-import type { Topology } from "./topology.ts";
+import { TOPOLOGY, type Topology } from "./topology.ts";
 
 /** What an acquisition needs of an asset: the state it resumes from (none: cold) and its fencing token. */
 export interface RestoreRead {
@@ -33,6 +33,8 @@ export interface RestoreReadsOptions {
 /** Per-asset reads in flight at once (each is two NATS requests). */
 const PER_ASSET_AT_ONCE = 32;
 const SNAPSHOTS_AT_ONCE = 64;
+/** A pass over the transitions is used while the stream has at most this many subjects per asset of the batch. */
+const PASS_WORTH = 4;
 const WINDOW_MS = 25;
 
 interface Waiting {
@@ -115,6 +117,15 @@ export class RestoreReads {
   async #runWithTransitionPass(batch: readonly Waiting[]): Promise<void> {
     let transitions: TransitionPass;
     try {
+      // A pass delivers every asset's last transition, not just the batch's: worth it while the stream holds no more
+      // than PASS_WORTH times the batch's assets (a deployment whose assets mostly have transitions, or a busy market,
+      // reads a partition's asset by asset: a pass per partition over thousands of subjects slowed a take-over of 32
+      // partitions until the survivor's leases lapsed, test/scale/intake-failover.test.ts).
+      const info = await this.#o.topology.jsm.streams.info(TOPOLOGY.transitions.stream);
+      if ((info.state.num_subjects ?? Infinity) > batch.length * PASS_WORTH) {
+        for (const w of batch) this.#perAsset.run(() => this.#readOne(w.asset, false)).then(w.resolve, w.reject);
+        return;
+      }
       transitions = await lastTransitions(this.#o.topology);
     } catch (e) {
       this.#o.log("warn", "the restore's pass over the transitions failed; reading asset by asset", { error: e instanceof Error ? e.message : String(e) });
