@@ -92,7 +92,7 @@ export class RestoreReads {
     const full = batch.length >= (this.#o.bulkFrom ?? Infinity);
     const pass = !full && this.#o.passTransitions === true && batch.length >= BULK_FROM;
     if (!full && !pass) {
-      for (const w of batch) this.#perAsset.run(() => this.#readOne(w.asset, false)).then(w.resolve, w.reject);
+      this.#oneByOne(batch);
       return;
     }
     if (pass) return this.#runWithTransitionPass(batch);
@@ -123,17 +123,22 @@ export class RestoreReads {
       // partitions until the survivor's leases lapsed, test/scale/intake-failover.test.ts).
       const info = await this.#o.topology.jsm.streams.info(TOPOLOGY.transitions.stream);
       if ((info.state.num_subjects ?? Infinity) > batch.length * PASS_WORTH) {
-        for (const w of batch) this.#perAsset.run(() => this.#readOne(w.asset, false)).then(w.resolve, w.reject);
+        this.#oneByOne(batch);
         return;
       }
       transitions = await lastTransitions(this.#o.topology);
     } catch (e) {
       this.#o.log("warn", "the restore's pass over the transitions failed; reading asset by asset", { error: e instanceof Error ? e.message : String(e) });
-      for (const w of batch) this.#perAsset.run(() => this.#readOne(w.asset, false)).then(w.resolve, w.reject);
+      this.#oneByOne(batch);
       return;
     }
     this.#stats.transitionPasses++;
     for (const w of batch) this.#snapshots.run(() => this.#readOne(w.asset, false, transitions)).then(w.resolve, w.reject);
+  }
+
+  /** Each asset of the batch read on its own (both its reads), settled on its own. */
+  #oneByOne(batch: readonly Waiting[]): void {
+    for (const w of batch) this.#perAsset.run(() => this.#readOne(w.asset, false)).then(w.resolve, w.reject);
   }
 
   async #readOne(asset: HostAsset, preferTransition: boolean, transitions?: TransitionPass): Promise<RestoreRead> {
