@@ -29,6 +29,9 @@ import { sharedIntake } from "./service/shared-intake.ts";
 import { watchLoopStalls } from "./service/loop-stalls.ts";
 import { requestsAnswered, runShutdown, UndoStack } from "./service/undo.ts";
 
+/** How long a stop waits for the transition projector to store what was acknowledged (the next start does the rest). */
+const PROJECT_AT_STOP_MS = 10_000;
+
 /** A running service: its parts (for tests and stats) and the ordered shutdown. */
 export interface Service {
   readonly store: Store;
@@ -171,6 +174,8 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
         ["stop actors", () => engine.stopActors()],
         ["stop retention", () => stopRetention()],
         ["stop the engine watch", () => http.stopEngineWatch()],
+        // A dwell may have committed during the shutdown: the store holds every acknowledged transition at a clean stop.
+        ["project the acknowledged transitions", () => projectors.projectTransitions(PROJECT_AT_STOP_MS)], // 4
         ["stop projectors", () => projectors.stop()], // 4
         ["stop anchoring", () => anchor?.stop()],
         ["stop webhook delivery", () => stopDelivery()],

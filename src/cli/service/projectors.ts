@@ -53,6 +53,13 @@ export interface Projectors {
   sampleThread(): SampleProjectorThread | null;
   /** Awaits the consumers' start; throws when one failed. */
   running(): Promise<void>;
+  /**
+   * The shutdown's wait, once no actor decides any more: resolves when the transition projector (this process's or
+   * another engine's: they share the durable) has acknowledged every message in `PEG_TRANSITIONS` as of the call, or
+   * after `withinMs` (logged: the next start projects the rest). At once for an API process or a projector that never
+   * started.
+   */
+  projectTransitions(withinMs: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -122,6 +129,33 @@ export function startProjectors(p: ProjectorParts): Projectors {
       for (const r of started) if (r.status === "fulfilled") consumers.push(r.value);
       for (const r of started) if (r.status === "rejected") throw r.reason;
     },
+    projectTransitions: (withinMs) => (consumers.length === 0 ? Promise.resolve() : transitionsProjected(nats, withinMs, p.log)),
     stop,
   };
+}
+
+/** How often the shutdown's wait asks the transition projector's durable how far it has acknowledged. */
+const PROJECTED_POLL_MS = 50;
+
+/**
+ * Waits until the durable `projector-transitions` has acknowledged every message up to the stream's last sequence as
+ * of the call (its ack floor), or `withinMs`. A clean stop then leaves the store holding every transition it
+ * acknowledged, including a dwell that committed during the shutdown.
+ */
+async function transitionsProjected(nats: NatsLink, withinMs: number, log: LogFn): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  const { stream } = TOPOLOGY.transitions;
+  const ask = <T>(request: () => Promise<T>): Promise<T | null> =>
+    Promise.race([request().catch(() => null), new Promise<null>((r) => setTimeout(r, Math.max(0, deadline - Date.now()), null))]);
+  let last: number | null = null;
+  let floor = 0;
+  while (Date.now() < deadline) {
+    last ??= (await ask(() => nats.topology.jsm.streams.info(stream)))?.state.last_seq ?? null;
+    if (last !== null) {
+      floor = (await ask(() => nats.topology.jsm.consumers.info(stream, "projector-transitions")))?.ack_floor.stream_seq ?? floor;
+      if (floor >= last) return;
+    }
+    await new Promise((r) => setTimeout(r, PROJECTED_POLL_MS));
+  }
+  log("warn", "shutdown: transitions acknowledged but not projected yet; the next start projects them", { stream_last_seq: last, projected_to_seq: floor, waited_ms: withinMs });
 }

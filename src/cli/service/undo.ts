@@ -26,6 +26,7 @@ export type ShutdownStep = readonly [name: string, run: () => Promise<void> | vo
 export async function runShutdown(log: LogFn, steps: readonly ShutdownStep[]): Promise<void> {
   let failure: unknown = null;
   for (const [name, run] of steps) {
+    log("debug", "shutdown step", { step: name });
     try {
       await run();
     } catch (e) {
