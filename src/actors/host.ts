@@ -122,6 +122,22 @@ class Slot {
   }
 }
 
+/** Records the resume in the slot's events and sends it: an overdue deadline evaluated, the next one armed. */
+function resume(slot: Slot, state: AssetState, now: EpochMs): void {
+  slot.events.push({
+    type: "RESUME",
+    at: now,
+    result: "accepted",
+    skipReason: null,
+    state: state.published,
+    band: state.committed,
+    candidate: state.candidate,
+    discount: state.ewma,
+    transition: false,
+  });
+  slot.actor.send({ type: "RESUME", now });
+}
+
 /**
  * One band-machine actor per asset, all on the injected clock. `ingest` routes a sample to its asset's actor; the
  * `events$` stream carries every published recompute and every transition with its receipt, in decision order per
@@ -256,18 +272,19 @@ export class ActorHost {
     slot.released = false;
     this.#wire(slot);
     slot.actor.start();
-    slot.events.push({
-      type: "RESUME",
-      at: now,
-      result: "accepted",
-      skipReason: null,
-      state: state.published,
-      band: state.committed,
-      candidate: state.candidate,
-      discount: state.ewma,
-      transition: false,
-    });
-    slot.actor.send({ type: "RESUME", now });
+    resume(slot, state, now);
+  }
+
+  /**
+   * Resumes a running actor at `now` from its own state, as `restoreAsset(key, engineState(key), now)` does, without
+   * recreating it: a deadline that passed is evaluated at its own instant, then the next one is armed. The last step
+   * of a catch-up (partition-restore.ts), once per acquired asset: a failover's thousands of actors are created once.
+   */
+  resumeAsset(key: string, now: EpochMs = this.#clock.now()): void {
+    const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
+    if (slot === undefined) throw new Error(`unknown asset ${key}`);
+    if (slot.released) throw new Error(`asset ${key} is released: restore it instead`);
+    resume(slot, slot.actor.getSnapshot().context.engine, now);
   }
 
   /** Starts a released asset's actor cold (nothing to restore). */

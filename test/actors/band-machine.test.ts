@@ -173,6 +173,31 @@ describe("snapshot and restore", () => {
     for (const at of [2, 5, 8]) expect(run(at)).toEqual(straight);
   });
 
+  it("resuming a running actor decides exactly as restoring it from its own state (a catch-up's last step)", () => {
+    // A catch-up: samples evaluated at their own, earlier instants, then the actor re-armed at now, by which time a
+    // deadline may have passed (DRIFT due 30 s after the 0.99 sample) or not (resumed 10 s after it).
+    const prices = ["1", "0.99", "0.985", "0.97", "0.99", "1"];
+    const run = (how: "restore" | "resume", resumeAfterMs: number) => {
+      const { clock, host, events } = setup();
+      clock.set(T0 + 5 * 5_000 + resumeAfterMs);
+      prices.slice(0, 2).forEach((p, i) => host.ingest({ ...usdc(clock, p), ts: T0 + i * 5_000 }, T0 + i * 5_000));
+      if (how === "restore") host.restoreAsset("USDC", host.engineState("USDC")!, clock.now());
+      else host.resumeAsset("USDC", clock.now());
+      const armed = host.deadline("USDC");
+      prices.slice(2).forEach((p, i) => {
+        clock.increment(20_000 * (i + 1));
+        host.ingest(usdc(clock, p));
+      });
+      clock.increment(600_000);
+      return { armed, state: host.machineState("USDC"), events: JSON.stringify(events), ring: JSON.stringify(host.inspect("USDC")) };
+    };
+    for (const after of [0, 10_000, 200_000]) {
+      const resumed = run("resume", after);
+      expect(resumed).toEqual(run("restore", after));
+      expect(resumed.events).toMatch(/"kind":"transition"/);
+    }
+  });
+
   it("rejects a malformed snapshot without touching any actor", () => {
     const { clock, host } = setup();
     enterDriftCandidate(clock, host);
