@@ -2,16 +2,17 @@ import { randomUUID } from "node:crypto";
 import type { KV } from "@nats-io/kv";
 import type { ActorHost, HostAsset, IngestResult } from "../../actors/index.ts";
 import type { Clock } from "../../clock.ts";
-import type { AssetState, EpochMs, Sample } from "../../methodology/index.ts";
+import type { EpochMs, Sample } from "../../methodology/index.ts";
 import type { EngineLink, LogFn } from "./engine-link.ts";
-import type { IntakeHold } from "./intake-consumer.ts";
 import { leaseUnits } from "./lease-partitions.ts";
 import { LeaseManager, type LeaseManagerOptions, type LeaseStore } from "./leases.ts";
-import { RecentSamples, type ReceivedSample } from "./recent-samples.ts";
-import { budgetedSteps } from "./limiter.ts";
+import { AcquiredAssets, type PartitionIntake } from "./partition-restore.ts";
+import { RecentSamples } from "./recent-samples.ts";
 import { BULK_FROM } from "./recovery.ts";
 import { RestoreReads } from "./restore-reads.ts";
 import type { Topology } from "./topology.ts";
+
+export type { PartitionIntake } from "./partition-restore.ts";
 
 /** A receipt-shaped record from the store, for assets with neither snapshot nor transition in NATS. */
 type FromStore = (mint: string) => Promise<{ catalog_entry: unknown; inputs_frozen: unknown; detected_at: string } | null>;
@@ -63,26 +64,6 @@ export interface PartitionOptions {
   readonly bulkRestore?: boolean;
 }
 
-/** What the partition needs of the shared intake's consumer (`IntakeConsumer`). */
-export interface PartitionIntake {
-  hold(unit: string, only?: ReadonlySet<string>): IntakeHold;
-  drop(unit: string): void;
-}
-
-/**
- * An asset's state as read for its acquisition. `applied`: the instant of its last evaluation (a sample evaluated at
- * or before it was seen). `appliedTs`: the stamp of the last sample it reflects. A scenario evaluates a sample at its
- * stamp, so the two agree; a live feed evaluates it when it arrived, later, and under load later than the next
- * samples' stamps, which are still to be evaluated.
- */
-interface Read {
-  readonly asset: HostAsset;
-  readonly recovered: { readonly state: AssetState; readonly source: string } | undefined;
-  readonly applied: EpochMs;
-  readonly appliedTs: EpochMs;
-  readonly seq: number;
-}
-
 /** The assets of one engine process among several (docs/scaling.md). */
 export interface Partition {
   readonly self: string;
@@ -100,22 +81,17 @@ export interface Partition {
 }
 
 /**
- * Runs only the assets this engine leases (src/streams/jetstream/leases.ts). Every actor starts released; on acquiring an
- * asset its state is read like a start-up recovery (KV snapshot, or a newer acknowledged transition, or the store),
- * the actor resumes at that state's own instant, is fed the samples it missed (from the scenario, or those this
- * engine received since that instant: `RecentSamples`), then re-armed at the engine clock's now. On losing a lease the actor stops at once and nothing more is written for it; on a
- * graceful release it stops, its transitions are acknowledged and its snapshot is flushed before the lease is
- * deleted. The sequence of the asset's last transition, read with its state, is the fencing token of its publishes
- * (`EngineLink.fence`): a late publish of the previous owner and this engine's can never both be stored. When this
- * engine's token turns out stale (the previous owner's late publish landed after it was read), the actor is restored
- * again, this time from the stream's last transition, by the same path.
+ * Runs only the assets this engine leases (src/streams/jetstream/leases.ts). Every actor starts released; an acquired
+ * asset is restored and caught up by `AcquiredAssets` (partition-restore.ts). On losing a lease the actor stops at
+ * once and nothing more is written for it; on a graceful release it stops, its transitions are acknowledged and its
+ * snapshot is flushed before the lease is deleted. The sequence of the asset's last transition, read with its state,
+ * is the fencing token of its publishes (`EngineLink.fence`): a late publish of the previous owner and this engine's
+ * can never both be stored. When this engine's token turns out stale (the previous owner's late publish landed after
+ * it was read), the actor is restored again, this time from the stream's last transition, by the same path.
  */
 export function startPartition(o: PartitionOptions): Partition {
   const self = o.self ?? randomUUID();
   const bySymbol = new Map(o.assets.map((a) => [a.symbol, a]));
-  const byMint = new Map(o.assets.map((a) => [a.mint, a]));
-  /** Per symbol: samples at or before this instant were applied (replayable feeds only). */
-  const fedUntil = new Map<string, EpochMs>();
   if (o.intake !== undefined && (o.partitions ?? 0) === 0) throw new RangeError("a shared intake needs lease partitions");
   /** Live feeds: what this engine received lately, every asset's (nobody can replay it; a shared intake's stream can). */
   const received = o.samplesOf === undefined && o.intake === undefined ? new RecentSamples({ windowMs: o.retainMs ?? 60_000, maxPerAsset: 1_000 }) : null;
@@ -124,7 +100,6 @@ export function startPartition(o: PartitionOptions): Partition {
   // A failover's thousands of acquired assets read in one pass (on a replicated cluster: their transitions in one pass,
   // their snapshots 64 at once); at most 32 per-asset reads at once otherwise (each two NATS requests: thousands in
   // flight made the engine's own lease renewals time out behind them, bench:cluster).
-  const starts = budgetedSteps(50);
   const reads = new RestoreReads({
     topology: o.topology,
     log: o.log,
@@ -132,149 +107,20 @@ export function startPartition(o: PartitionOptions): Partition {
     passTransitions: true,
     ...(o.fromStore === undefined ? {} : { fromStore: o.fromStore }),
   });
-
-  /** The samples an acquired asset missed, `after` < ts (<= `now` for a replayable feed), with their instants. */
-  const missed = (asset: HostAsset, after: EpochMs, now: EpochMs): readonly ReceivedSample[] => {
-    if (o.samplesOf !== undefined) return o.samplesOf(asset.symbol, after, now).map((sample) => ({ sample, at: sample.ts }));
-    const kept = received!.since(asset.symbol, after);
-    if (kept.gapUpTo !== null) {
-      o.log("warn", "samples since the restored state are no longer kept; the asset resumes without them", {
-        asset: asset.symbol,
-        after: Number.isFinite(after) ? new Date(after).toISOString() : null,
-        lost_up_to: new Date(kept.gapUpTo).toISOString(),
-      });
-    }
-    return kept.samples;
-  };
-
-  /**
-   * Feeds a just-started actor the samples it missed, `after` < ts, at the instants they were (or would have been)
-   * evaluated at, then re-arms its dwell timer from `now` (committing a deadline that passed after the last of them).
-   * Returns how many were fed.
-   */
-  const catchUp = (asset: HostAsset, after: EpochMs, now: EpochMs, restoredEarlier: boolean, samples: readonly ReceivedSample[]): number => {
-    let last = after;
-    // Shared intake: `after` is the stamp of the last sample applied (`Read.appliedTs`), and a stamp at or before the
-    // last one fed is a sample published twice (a new intake resumes at the stream's watermark).
-    let lastAt = now;
-    let fed = 0;
-    for (const { sample, at } of samples) {
-      if (o.intake !== undefined && sample.ts <= last) continue;
-      o.host.ingest(sample, at);
-      last = sample.ts;
-      lastAt = Math.max(lastAt, at);
-      fed++;
-    }
-    if (o.samplesOf !== undefined || o.intake !== undefined) fedUntil.set(asset.symbol, o.samplesOf !== undefined ? Math.max(last, now) : last);
-    const state = o.host.engineState(asset.mint);
-    // Re-armed at now, or at the last sample's instant when this engine's clock is behind it (a shared intake's
-    // engine still evaluating a backlog): a dwell deadline before it has already fired in the step of that sample.
-    if ((fed > 0 || restoredEarlier) && state !== undefined) o.host.restoreAsset(asset.mint, state, lastAt);
-    return fed;
-  };
-
-  /** An asset's state as the recovery reads it (KV snapshot, a newer acknowledged transition, or the store). */
-  const readState = async (mint: string, fromStream: boolean): Promise<Read> => {
-    const asset = byMint.get(mint);
-    if (asset === undefined) throw new Error(`unknown asset ${mint}`);
-    const { recovered, seq } = await reads.read(asset, fromStream);
-    const at = recovered?.state.evaluatedAt ?? null;
-    // After a dwell-timer evaluation at D a sample stamped D is still due (the timer fires first).
-    const applied = at === null ? -Infinity : recovered!.state.lastTrigger === "dwell_timer" ? at - 1 : at;
-    const appliedTs = recovered?.state.last?.ts ?? -Infinity;
-    return { asset, recovered, applied, appliedTs, seq };
-  };
-
-  /**
-   * Starts a restored asset's actor (unless the lease went meanwhile), fed what it missed: `samples` (its own samples
-   * in the shared intake's history of its partition) or `missed` (the scenario, or what this engine received).
-   */
-  const startAsset = (r: Read, fromStream: boolean, samples?: readonly ReceivedSample[]): void => {
-    const { asset, recovered, applied } = r;
-    const mint = asset.mint;
-    // Fenced or lost while the state was being read: the actor must not start.
-    if (!holds(mint)) return;
-    // Before the actor starts: its first transition is published expecting the last one read with its state.
-    o.link.fence(mint, r.seq);
-    const what = fromStream ? "restored asset from the stream after a rejected transition" : "acquired asset";
-    const now = o.engineClock.now();
-    // The shared intake's samples this state has not seen: evaluated after its last evaluation, and newer than its last
-    // sample (what the previous owner received before that instant, it evaluated or dropped).
-    const unseen = (x: ReceivedSample): boolean => x.at > r.applied && x.sample.ts > r.appliedTs;
-    const missedOf = (after: EpochMs): readonly ReceivedSample[] => samples?.filter(unseen) ?? missed(asset, after, now);
-    const boundary = samples === undefined ? applied : r.appliedTs;
-    if (recovered === undefined) {
-      o.host.activateAsset(mint);
-      const caughtUp = catchUp(asset, -Infinity, now, false, missedOf(-Infinity));
-      o.log("info", what, { asset: asset.symbol, mint, from: "cold", caught_up: caughtUp });
-      return;
-    }
-    const { state } = recovered;
-    const at = state.evaluatedAt;
-    let caughtUp = 0;
-    // A shared intake's history is caught up even when the state is ahead of this engine's clock: its engine is still
-    // evaluating a backlog (under load), and the samples after the state are in the history, or nowhere (the intake
-    // had published them before the hold, when the partition was not this engine's).
-    if (at !== null && (at <= now || samples !== undefined)) {
-      o.host.restoreAsset(mint, state, at);
-      caughtUp = catchUp(asset, boundary, Math.max(now, at), true, missedOf(applied));
-    } else {
-      o.host.restoreAsset(mint, state, now);
-      if (o.samplesOf !== undefined || o.intake !== undefined) fedUntil.set(asset.symbol, boundary);
-    }
-    o.log("info", what, { asset: asset.symbol, mint, from: recovered.source, state_at: at === null ? null : new Date(at).toISOString(), caught_up: caughtUp });
-  };
-
-  /** Restores an acquired asset (or, `fromStream`, one whose fencing token was rejected) and starts its actor. */
-  const acquired = async (mint: string, fromStream = false): Promise<void> => {
-    startAsset(await readState(mint, fromStream), fromStream);
-  };
-
-  /**
-   * Shared intake: restores assets of one unit while the unit's live samples are held, reads the unit's history from
-   * PEG_INTAKE since the oldest restored state, and starts every actor with its missed samples (the history, then
-   * what arrived meanwhile), synchronously, so no live sample slips in between.
-   */
-  const acquiredFromIntake = async (intake: PartitionIntake, unit: string, mints: readonly string[], fromStream = false): Promise<void> => {
-    // A rejected transition restores its one asset: only its samples are held, its partition's others run on.
-    const hold = intake.hold(unit, fromStream ? new Set(mints.map((m) => byMint.get(m)!.symbol)) : undefined);
-    // Which step failed, for the operator (both are NATS reads that time out under load).
-    const step = <T>(what: string, p: Promise<T>): Promise<T> =>
-      p.catch((e: unknown) => {
-        throw new Error(`${what}: ${e instanceof Error ? e.message : String(e)}`);
-      });
-    try {
-      const reads = await step("reading the assets' states", Promise.all(mints.map((mint) => readState(mint, fromStream))));
-      if (!leases.held.has(unit)) return hold.cancel();
-      const after = Math.min(...reads.map((r) => r.applied));
-      const history = await step("reading the partition's history from PEG_INTAKE", hold.history(after));
-      // Partitions start in turns of the event loop, 50 ms of them at a time: a failover's (or a cold start's)
-      // partitions, all read at once, started in one go blocked the loop for 1-1.6 s at 10,000 assets, and the
-      // engine's own lease renewals missed their fencing deadline behind it.
-      await starts.run(() => {
-        if (!leases.held.has(unit)) return hold.cancel();
-        // The partition's samples by asset, once (not one pass over the whole partition per asset).
-        const bySymbol = new Map<string, ReceivedSample[]>();
-        const held = hold.release();
-        o.log("info", "partition taken over", {
-          partition: unit,
-          assets: reads.length,
-          after: Number.isFinite(after) ? new Date(after).toISOString() : null,
-          history_samples: history.length,
-          held_samples: held.length,
-        });
-        for (const x of [...history, ...held]) {
-          const list = bySymbol.get(x.sample.asset);
-          if (list === undefined) bySymbol.set(x.sample.asset, [x]);
-          else list.push(x);
-        }
-        for (const r of reads) startAsset(r, fromStream, bySymbol.get(r.asset.symbol) ?? []);
-      });
-    } catch (e) {
-      hold.cancel();
-      throw e;
-    }
-  };
+  const starting = new AcquiredAssets({
+    host: o.host,
+    link: o.link,
+    engineClock: o.engineClock,
+    log: o.log,
+    reads,
+    byMint: new Map(o.assets.map((a) => [a.mint, a])),
+    received,
+    ...(o.samplesOf === undefined ? {} : { samplesOf: o.samplesOf }),
+    ...(o.intake === undefined ? {} : { intake: o.intake }),
+    holds: (mint) => holds(mint),
+    holdsUnit: (unit) => leases.held.has(unit),
+  });
+  const { fedUntil } = starting;
 
   const units = leaseUnits(
     o.assets.map((a) => a.mint),
@@ -292,8 +138,8 @@ export function startPartition(o: PartitionOptions): Partition {
     handlers: {
       // A partition's assets are restored together (a failover restores all of a dead engine's partitions at once).
       acquired: async (unit) => {
-        if (o.intake !== undefined) await acquiredFromIntake(o.intake, unit, units.assetsOf(unit));
-        else await Promise.all(units.assetsOf(unit).map((mint) => acquired(mint)));
+        if (o.intake !== undefined) await starting.acquiredFromIntake(o.intake, unit, units.assetsOf(unit));
+        else await Promise.all(units.assetsOf(unit).map((mint) => starting.acquired(mint)));
       },
       lost: (unit) => {
         o.intake?.drop(unit);
@@ -317,8 +163,8 @@ export function startPartition(o: PartitionOptions): Partition {
   // A rejected fencing token while the lease is still ours: the stream moved (the previous owner's late publish).
   o.link.onConflict(async (mint) => {
     if (!holds(mint)) return;
-    if (o.intake !== undefined) await acquiredFromIntake(o.intake, units.unitOf(mint), [mint], true);
-    else await acquired(mint, true);
+    if (o.intake !== undefined) await starting.acquiredFromIntake(o.intake, units.unitOf(mint), [mint], true);
+    else await starting.acquired(mint, true);
   });
 
   return {

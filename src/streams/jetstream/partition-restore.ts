@@ -1,0 +1,210 @@
+import type { ActorHost, HostAsset } from "../../actors/index.ts";
+import type { Clock } from "../../clock.ts";
+import type { AssetState, EpochMs, Sample } from "../../methodology/index.ts";
+import type { EngineLink, LogFn } from "./engine-link.ts";
+import type { IntakeHold } from "./intake-consumer.ts";
+import { budgetedSteps } from "./limiter.ts";
+import type { RecentSamples, ReceivedSample } from "./recent-samples.ts";
+import type { RestoreReads } from "./restore-reads.ts";
+
+/** What the partition needs of the shared intake's consumer (`IntakeConsumer`). */
+export interface PartitionIntake {
+  hold(unit: string, only?: ReadonlySet<string>): IntakeHold;
+  drop(unit: string): void;
+}
+
+export interface AcquiredAssetsOptions {
+  readonly host: ActorHost;
+  readonly link: EngineLink;
+  /** The engine's clock (a scenario's scaled clock): where a restored actor resumes. */
+  readonly engineClock: Clock;
+  readonly log: LogFn;
+  readonly reads: RestoreReads;
+  readonly byMint: ReadonlyMap<string, HostAsset>;
+  /** A replayable feed's samples of one asset (`PartitionOptions.samplesOf`). */
+  readonly samplesOf?: (symbol: string, after: EpochMs, until: EpochMs) => readonly Sample[];
+  /** Live feeds without a shared intake: what this engine received lately. */
+  readonly received: RecentSamples | null;
+  /** The shared intake (`PartitionOptions.intake`). */
+  readonly intake?: PartitionIntake;
+  /** Whether this engine still holds the lease of the asset, and of a unit. */
+  holds(mint: string): boolean;
+  holdsUnit(unit: string): boolean;
+}
+
+/**
+ * An asset's state as read for its acquisition. `applied`: the instant of its last evaluation (a sample evaluated at
+ * or before it was seen). `appliedTs`: the stamp of the last sample it reflects. A scenario evaluates a sample at its
+ * stamp, so the two agree; a live feed evaluates it when it arrived, later, and under load later than the next
+ * samples' stamps, which are still to be evaluated.
+ */
+interface Read {
+  readonly asset: HostAsset;
+  readonly recovered: { readonly state: AssetState; readonly source: string } | undefined;
+  readonly applied: EpochMs;
+  readonly appliedTs: EpochMs;
+  readonly seq: number;
+}
+
+/**
+ * Starts the actors of the assets a partition acquired: each asset's state is read like a start-up recovery (KV
+ * snapshot, or a newer acknowledged transition, or the store), the actor resumes at that state's own instant, is fed
+ * the samples it missed (from the scenario, the shared intake's history, or those this engine received since that
+ * instant: `RecentSamples`), then re-armed at the engine clock's now. The sequence of the asset's last transition,
+ * read with its state, is the fencing token of its publishes (`EngineLink.fence`).
+ */
+export class AcquiredAssets {
+  /** Per symbol: samples at or before this instant were applied (replayable feeds and the shared intake). */
+  readonly fedUntil = new Map<string, EpochMs>();
+  readonly #o: AcquiredAssetsOptions;
+  // Partitions start in turns of the event loop, 50 ms of them at a time: a failover's (or a cold start's)
+  // partitions, all read at once, started in one go blocked the loop for 1-1.6 s at 10,000 assets, and the
+  // engine's own lease renewals missed their fencing deadline behind it.
+  readonly #starts = budgetedSteps(50);
+
+  constructor(options: AcquiredAssetsOptions) {
+    this.#o = options;
+  }
+
+  /** Restores an acquired asset (or, `fromStream`, one whose fencing token was rejected) and starts its actor. */
+  async acquired(mint: string, fromStream = false): Promise<void> {
+    this.#startAsset(await this.#readState(mint, fromStream), fromStream);
+  }
+
+  /**
+   * Shared intake: restores assets of one unit while the unit's live samples are held, reads the unit's history from
+   * PEG_INTAKE since the oldest restored state, and starts every actor with its missed samples (the history, then
+   * what arrived meanwhile), synchronously, so no live sample slips in between.
+   */
+  async acquiredFromIntake(intake: PartitionIntake, unit: string, mints: readonly string[], fromStream = false): Promise<void> {
+    // A rejected transition restores its one asset: only its samples are held, its partition's others run on.
+    const hold = intake.hold(unit, fromStream ? new Set(mints.map((m) => this.#o.byMint.get(m)!.symbol)) : undefined);
+    // Which step failed, for the operator (both are NATS reads that time out under load).
+    const step = <T>(what: string, p: Promise<T>): Promise<T> =>
+      p.catch((e: unknown) => {
+        throw new Error(`${what}: ${e instanceof Error ? e.message : String(e)}`);
+      });
+    try {
+      const reads = await step("reading the assets' states", Promise.all(mints.map((mint) => this.#readState(mint, fromStream))));
+      if (!this.#o.holdsUnit(unit)) return hold.cancel();
+      const after = Math.min(...reads.map((r) => r.applied));
+      const history = await step("reading the partition's history from PEG_INTAKE", hold.history(after));
+      await this.#starts.run(() => {
+        if (!this.#o.holdsUnit(unit)) return hold.cancel();
+        // The partition's samples by asset, once (not one pass over the whole partition per asset).
+        const bySymbol = new Map<string, ReceivedSample[]>();
+        const held = hold.release();
+        this.#o.log("info", "partition taken over", {
+          partition: unit,
+          assets: reads.length,
+          after: Number.isFinite(after) ? new Date(after).toISOString() : null,
+          history_samples: history.length,
+          held_samples: held.length,
+        });
+        for (const x of [...history, ...held]) {
+          const list = bySymbol.get(x.sample.asset);
+          if (list === undefined) bySymbol.set(x.sample.asset, [x]);
+          else list.push(x);
+        }
+        for (const r of reads) this.#startAsset(r, fromStream, bySymbol.get(r.asset.symbol) ?? []);
+      });
+    } catch (e) {
+      hold.cancel();
+      throw e;
+    }
+  }
+
+  /** The samples an acquired asset missed, `after` < ts (<= `now` for a replayable feed), with their instants. */
+  #missed(asset: HostAsset, after: EpochMs, now: EpochMs): readonly ReceivedSample[] {
+    const o = this.#o;
+    if (o.samplesOf !== undefined) return o.samplesOf(asset.symbol, after, now).map((sample) => ({ sample, at: sample.ts }));
+    const kept = o.received!.since(asset.symbol, after);
+    if (kept.gapUpTo !== null) {
+      o.log("warn", "samples since the restored state are no longer kept; the asset resumes without them", {
+        asset: asset.symbol,
+        after: Number.isFinite(after) ? new Date(after).toISOString() : null,
+        lost_up_to: new Date(kept.gapUpTo).toISOString(),
+      });
+    }
+    return kept.samples;
+  }
+
+  /**
+   * Feeds a just-started actor the samples it missed, `after` < ts, at the instants they were (or would have been)
+   * evaluated at, then re-arms its dwell timer from `now` (committing a deadline that passed after the last of them).
+   * Returns how many were fed.
+   */
+  #catchUp(asset: HostAsset, after: EpochMs, now: EpochMs, restoredEarlier: boolean, samples: readonly ReceivedSample[]): number {
+    const o = this.#o;
+    let last = after;
+    // Shared intake: `after` is the stamp of the last sample applied (`Read.appliedTs`), and a stamp at or before the
+    // last one fed is a sample published twice (a new intake resumes at the stream's watermark).
+    let lastAt = now;
+    let fed = 0;
+    for (const { sample, at } of samples) {
+      if (o.intake !== undefined && sample.ts <= last) continue;
+      o.host.ingest(sample, at);
+      last = sample.ts;
+      lastAt = Math.max(lastAt, at);
+      fed++;
+    }
+    if (o.samplesOf !== undefined || o.intake !== undefined) this.fedUntil.set(asset.symbol, o.samplesOf !== undefined ? Math.max(last, now) : last);
+    // Re-armed at now, or at the last sample's instant when this engine's clock is behind it (a shared intake's
+    // engine still evaluating a backlog): a dwell deadline before it has already fired in the step of that sample.
+    if ((fed > 0 || restoredEarlier) && o.host.runs(asset.mint)) o.host.resumeAsset(asset.mint, lastAt);
+    return fed;
+  }
+
+  /** An asset's state as the recovery reads it (KV snapshot, a newer acknowledged transition, or the store). */
+  async #readState(mint: string, fromStream: boolean): Promise<Read> {
+    const asset = this.#o.byMint.get(mint);
+    if (asset === undefined) throw new Error(`unknown asset ${mint}`);
+    const { recovered, seq } = await this.#o.reads.read(asset, fromStream);
+    const at = recovered?.state.evaluatedAt ?? null;
+    // After a dwell-timer evaluation at D a sample stamped D is still due (the timer fires first).
+    const applied = at === null ? -Infinity : recovered!.state.lastTrigger === "dwell_timer" ? at - 1 : at;
+    const appliedTs = recovered?.state.last?.ts ?? -Infinity;
+    return { asset, recovered, applied, appliedTs, seq };
+  }
+
+  /**
+   * Starts a restored asset's actor (unless the lease went meanwhile), fed what it missed: `samples` (its own samples
+   * in the shared intake's history of its partition) or `missed` (the scenario, or what this engine received).
+   */
+  #startAsset(r: Read, fromStream: boolean, samples?: readonly ReceivedSample[]): void {
+    const o = this.#o;
+    const { asset, recovered, applied } = r;
+    const mint = asset.mint;
+    // Fenced or lost while the state was being read: the actor must not start.
+    if (!o.holds(mint)) return;
+    // Before the actor starts: its first transition is published expecting the last one read with its state.
+    o.link.fence(mint, r.seq);
+    const what = fromStream ? "restored asset from the stream after a rejected transition" : "acquired asset";
+    const now = o.engineClock.now();
+    // The shared intake's samples this state has not seen: evaluated after its last evaluation, and newer than its last
+    // sample (what the previous owner received before that instant, it evaluated or dropped).
+    const unseen = (x: ReceivedSample): boolean => x.at > r.applied && x.sample.ts > r.appliedTs;
+    const missedOf = (after: EpochMs): readonly ReceivedSample[] => samples?.filter(unseen) ?? this.#missed(asset, after, now);
+    const boundary = samples === undefined ? applied : r.appliedTs;
+    if (recovered === undefined) {
+      o.host.activateAsset(mint);
+      const caughtUp = this.#catchUp(asset, -Infinity, now, false, missedOf(-Infinity));
+      o.log("info", what, { asset: asset.symbol, mint, from: "cold", caught_up: caughtUp });
+      return;
+    }
+    const { state } = recovered;
+    const at = state.evaluatedAt;
+    let caughtUp = 0;
+    // A shared intake's history is caught up even when the state is ahead of this engine's clock: its engine is still
+    // evaluating a backlog (under load), and the samples after the state are in the history, or nowhere (the intake
+    // had published them before the hold, when the partition was not this engine's).
+    if (at !== null && (at <= now || samples !== undefined)) {
+      o.host.restoreAsset(mint, state, at);
+      caughtUp = this.#catchUp(asset, boundary, Math.max(now, at), true, missedOf(applied));
+    } else {
+      o.host.restoreAsset(mint, state, now);
+      if (o.samplesOf !== undefined || o.intake !== undefined) this.fedUntil.set(asset.symbol, boundary);
+    }
+    o.log("info", what, { asset: asset.symbol, mint, from: recovered.source, state_at: at === null ? null : new Date(at).toISOString(), caught_up: caughtUp });
+  }
+}
