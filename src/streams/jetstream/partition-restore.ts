@@ -66,9 +66,12 @@ export class AcquiredAssets {
     this.#o = options;
   }
 
-  /** Restores an acquired asset (or, `fromStream`, one whose fencing token was rejected) and starts its actor. */
-  async acquired(mint: string, fromStream = false): Promise<void> {
-    this.#startAsset(await this.#readState(mint, fromStream), fromStream);
+  /**
+   * Restores an acquired asset (or, `fromStream`, one whose fencing token was rejected) and starts its actor, unless
+   * `live` (default: the asset's lease is held) turned false meanwhile.
+   */
+  async acquired(mint: string, fromStream = false, live = (): boolean => this.#o.holds(mint)): Promise<void> {
+    this.#startAsset(await this.#readState(mint, fromStream), fromStream, live);
   }
 
   /**
@@ -76,7 +79,7 @@ export class AcquiredAssets {
    * PEG_INTAKE since the oldest restored state, and starts every actor with its missed samples (the history, then
    * what arrived meanwhile), synchronously, so no live sample slips in between.
    */
-  async acquiredFromIntake(intake: PartitionIntake, unit: string, mints: readonly string[], fromStream = false): Promise<void> {
+  async acquiredFromIntake(intake: PartitionIntake, unit: string, mints: readonly string[], fromStream = false, live = (): boolean => this.#o.holdsUnit(unit)): Promise<void> {
     // A rejected transition restores its one asset: only its samples are held, its partition's others run on.
     const hold = intake.hold(unit, fromStream ? new Set(mints.map((m) => this.#o.byMint.get(m)!.symbol)) : undefined);
     // Which step failed, for the operator (both are NATS reads that time out under load).
@@ -86,11 +89,11 @@ export class AcquiredAssets {
       });
     try {
       const reads = await step("reading the assets' states", Promise.all(mints.map((mint) => this.#readState(mint, fromStream))));
-      if (!this.#o.holdsUnit(unit)) return hold.cancel();
+      if (!live()) return hold.cancel();
       const after = Math.min(...reads.map((r) => r.applied));
       const history = await step("reading the partition's history from PEG_INTAKE", hold.history(after));
       await this.#starts.run(() => {
-        if (!this.#o.holdsUnit(unit)) return hold.cancel();
+        if (!live()) return hold.cancel();
         // The partition's samples by asset, once (not one pass over the whole partition per asset).
         const bySymbol = new Map<string, ReceivedSample[]>();
         const held = hold.release();
@@ -106,7 +109,7 @@ export class AcquiredAssets {
           if (list === undefined) bySymbol.set(x.sample.asset, [x]);
           else list.push(x);
         }
-        for (const r of reads) this.#startAsset(r, fromStream, bySymbol.get(r.asset.symbol) ?? []);
+        for (const r of reads) this.#startAsset(r, fromStream, live, bySymbol.get(r.asset.symbol) ?? []);
       });
     } catch (e) {
       hold.cancel();
@@ -171,12 +174,12 @@ export class AcquiredAssets {
    * Starts a restored asset's actor (unless the lease went meanwhile), fed what it missed: `samples` (its own samples
    * in the shared intake's history of its partition) or `missed` (the scenario, or what this engine received).
    */
-  #startAsset(r: Read, fromStream: boolean, samples?: readonly ReceivedSample[]): void {
+  #startAsset(r: Read, fromStream: boolean, live: () => boolean, samples?: readonly ReceivedSample[]): void {
     const o = this.#o;
     const { asset, recovered, applied } = r;
     const mint = asset.mint;
     // Fenced or lost while the state was being read: the actor must not start.
-    if (!o.holds(mint)) return;
+    if (!live()) return;
     // Before the actor starts: its first transition is published expecting the last one read with its state.
     o.link.fence(mint, r.seq);
     const what = fromStream ? "restored asset from the stream after a rejected transition" : "acquired asset";

@@ -138,8 +138,10 @@ export function startPartition(o: PartitionOptions): Partition {
     handlers: {
       // A partition's assets are restored together (a failover restores all of a dead engine's partitions at once).
       acquired: async (unit) => {
-        if (o.intake !== undefined) await starting.acquiredFromIntake(o.intake, unit, units.assetsOf(unit));
-        else await Promise.all(units.assetsOf(unit).map((mint) => starting.acquired(mint)));
+        // This term of the lease: a restore that outlives it (fenced, then taken again) starts nothing.
+        const live = leases.term(unit);
+        if (o.intake !== undefined) await starting.acquiredFromIntake(o.intake, unit, units.assetsOf(unit), false, live);
+        else await Promise.all(units.assetsOf(unit).map((mint) => starting.acquired(mint, false, live)));
       },
       lost: (unit) => {
         o.intake?.drop(unit);
