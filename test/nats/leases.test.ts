@@ -328,6 +328,44 @@ describe("LeaseManager on a CAS store", () => {
     a.manager.abandon();
   });
 
+  it("a unit taken again while its lapsed term's restore still runs starts after that restore, never beside it", async () => {
+    const clock = new SimulatedClock(1_000_000);
+    const link = new FakeLink(new FakeLeaseBucket(), clock, () => 5);
+    const log: string[] = [];
+    let running = 0;
+    const manager = new LeaseManager({
+      store: link,
+      self: "e",
+      assets: ["u"],
+      clock,
+      handlers: {
+        acquired: async () => {
+          log.push(running === 0 ? "start" : "start beside another");
+          running++;
+          await new Promise((r) => clock.setTimeout(r, 6_000)); // a restore reading for 6 s
+          running--;
+          log.push("end");
+        },
+        lost: () => log.push("lost"),
+        release: async () => {},
+      },
+    });
+    void manager.start();
+    const advance = async (ms: number) => {
+      for (const end = clock.now() + ms; clock.now() < end; ) {
+        clock.set(Math.min(end, clock.now() + 20));
+        await new Promise((r) => setImmediate(r));
+      }
+    };
+    await advance(100);
+    link.cut = true; // fenced 1.5 s in, while its restore reads
+    await advance(2_500);
+    link.cut = false; // expired: taken again, its first restore still running
+    await advance(12_000);
+    expect(log).toEqual(["start", "lost", "end", "start", "end"]);
+    manager.abandon();
+  });
+
   it("a graceful stop hands every lease back at once", async () => {
     const w = new World(() => 0.5);
     const a = w.spawn();

@@ -372,9 +372,13 @@ export class LeaseManager {
     this.#start(mint);
   }
 
-  /** Runs `handlers.acquired` for a unit just held; on failure hands the lease back so another engine (or round) tries. */
+  /**
+   * Runs `handlers.acquired` for a unit just held, after the unit's previous start if one still runs (its term ended:
+   * it starts nothing, `term`); on failure hands the lease back so another engine (or a later round) tries.
+   */
   #start(unit: string): void {
-    const started: Promise<void> = this.#o.handlers.acquired(unit).then(
+    const previous = this.#starting.get(unit) ?? Promise.resolve();
+    const started: Promise<void> = previous.then(() => this.#o.handlers.acquired(unit)).then(
       () => void (this.#starting.get(unit) === started && this.#starting.delete(unit)),
       async (e: unknown) => {
         if (this.#starting.get(unit) === started) this.#starting.delete(unit);
