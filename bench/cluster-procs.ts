@@ -1,6 +1,6 @@
 /**
  * The processes and clients of the cluster benchmark: a role process (`cluster-child.ts`) whose JSON log lines are
- * parsed once, as they arrive (an engine with thousands of assets writes one `acquired asset` line per asset: reparsing
+ * parsed once, as they arrive (an engine with thousands of assets writes thousands of lines in a failover: reparsing
  * the whole stderr on every poll, as test/support/serve.ts does for 69 assets, would cost more than the engines), and
  * a WebSocket client subscribed to every asset that keeps only the transitions (the state updates of 10,000 assets are
  * counted, not kept).

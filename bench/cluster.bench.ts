@@ -7,8 +7,8 @@
  * 0. Steady state: every partition leased, every engine within one partition of its share, every asset acquired, a
  *    transition on every WebSocket client. Lease writes per second = the growth of KV_PEG_LEASES' last sequence over
  *    BENCH_STEADY_SECONDS (10).
- * 1. kill -9 of the first engine: kill -> the last `acquired asset` line of a survivor for an asset of the killed
- *    engine's partitions (restored, and fed the samples the survivor received since the restored state: `caught_up`);
+ * 1. kill -9 of the first engine: kill -> the last `acquired assets` line of a survivor for a partition of the killed
+ *    engine (its assets restored, and fed the samples the survivor received since their states: `caught_up`);
  *    gap samples missed = the survivors' "samples since the restored state are no longer kept" lines for them.
  * 2. SIGKILL of the nats-server leading PEG_TRANSITIONS: the first transition decided after it, from its decision to
  *    its arrival on every WebSocket client (the delivery blind time), and apart, how long after the loss it was
@@ -36,6 +36,7 @@ import { startNatsCluster, type TestNatsCluster } from "../test/support/nats-clu
 import { startPostgres, type TestPostgres } from "../test/support/postgres.ts";
 import { freePort, sleep, waitFor } from "../test/support/ports.ts";
 import { TEST_SECRETS_KEY } from "../test/support/secrets.ts";
+import { acquiredBy, acquiredTotals } from "../test/scale/acquired.ts";
 import { ackedHistory, earlyHandovers, watchLeases, type EarlyHandover } from "../test/scale/cluster-checks.ts";
 import { roleEnv } from "../test/scale/deploy-env.ts";
 import { startTcpProxy, type TcpProxy } from "../test/scale/tcp-proxy.ts";
@@ -128,10 +129,10 @@ const balanced = (split: Map<string, string>, ids: readonly string[]) =>
 
 const lastSeq = async (jsm: JetStreamManager, stream: string) => (await jsm.streams.info(stream)).state.last_seq;
 
-/** `acquired asset` lines of `engines` from `since` on, for the assets in `mints`: the latest per mint. */
+/** `acquired assets` lines of `engines` from `since` on, for the assets in `mints`: the latest per mint. */
 function acquisitions(engines: readonly RoleProcess[], since: number, mints: ReadonlySet<string>): Map<string, LogLine> {
   const out = new Map<string, LogLine>();
-  for (const e of engines) for (const l of e.lines) if (l.msg === "acquired asset" && l.at >= since && mints.has(String(l["mint"]))) out.set(String(l["mint"]), l);
+  for (const e of engines) for (const [mint, l] of acquiredBy(e.lines, (x) => x.at, since)) if (mints.has(mint)) out.set(mint, l);
   return out;
 }
 
@@ -226,12 +227,13 @@ async function run(m: Draft): Promise<void> {
   victim.proc.kill("SIGKILL");
   await victim.exited;
   await waitFor(() => acquisitions(survivors, killedAt, moved).size === moved.size, SLOW_MS, `the survivors to restore ${moved.size} assets`, 100);
-  const restored = [...acquisitions(survivors, killedAt, moved).values()];
+  const restored = [...new Set(acquisitions(survivors, killedAt, moved).values())];
+  const totals = acquiredTotals(restored);
   m.engine_kill_to_restored_ms = Math.max(...restored.map((l) => l.at)) - killedAt;
-  m.gap_samples_evaluated = restored.reduce((n, l) => n + Number(l["caught_up"] ?? 0), 0);
+  m.gap_samples_evaluated = totals.caughtUp;
   const movedSymbols = new Set(catalog.active.filter((a) => moved.has(a.mint)).map((a) => a.symbol));
   m.gap_samples_missed = survivors.flatMap((e) => e.lines).filter((l) => l.at >= killedAt && l.msg.startsWith("samples since the restored state are no longer kept") && movedSymbols.has(String(l["asset"]))).length;
-  m.restored_from = Object.fromEntries([...new Set(restored.map((l) => String(l["from"])))].map((f) => [f, restored.filter((l) => String(l["from"]) === f).length]));
+  m.restored_from = totals.from;
 
   // 2. Loss of the nats-server leading PEG_TRANSITIONS (never the proxied engine's node: step down first if it leads).
   for (let i = 0; i < 5 && (await jsm.streams.info("PEG_TRANSITIONS")).cluster?.leader === proxied.name; i++) {

@@ -30,6 +30,7 @@ import { startNats, type TestNats } from "../support/nats.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { sleep, waitFor } from "../support/ports.ts";
 import { TEST_SECRETS_KEY } from "../support/secrets.ts";
+import { acquiredBy } from "./acquired.ts";
 import { roleEnv } from "./deploy-env.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -86,11 +87,11 @@ function cpuSeconds(p: RoleProcess): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-/** The `acquired asset` mints an engine runs now (from its log). */
+/** The mints an engine runs now (from its log: `acquired assets`, less what it released or lost since). */
 function held(e: RoleProcess): Set<string> {
   const h = new Set<string>();
   for (const l of e.lines) {
-    if (l.msg === "acquired asset") h.add(String(l["mint"]));
+    if (l.msg === "acquired assets") for (const m of l["mints"] as readonly string[]) h.add(m);
     else if (l.msg === "released assets" || l.msg === "assets stopped: lease lost") for (const m of units.assetsOf(String(l["lease"]).replace("partition.", ""))) h.delete(m);
   }
   return h;
@@ -120,7 +121,7 @@ async function failover(jsm: JetStreamManager, victim: RoleProcess, survivor: Ro
     "every moved asset restored by the survivor",
     500,
   );
-  const restores = survivor.lines.filter((l) => l.msg === "acquired asset" && l.at >= killAt && moved.has(String(l["mint"]))).map((l) => l.at);
+  const restores = [...acquiredBy(survivor.lines, (l) => l.at, killAt)].filter(([mint]) => moved.has(mint)).map(([, l]) => l.at);
   const restoredAt = Math.max(...restores);
   await sleep(2 * TICK_MS + 1_000);
   const endAt = Date.now() - TICK_MS;

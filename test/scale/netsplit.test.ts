@@ -34,6 +34,7 @@ import { freePort, sleep, waitFor } from "../support/ports.ts";
 import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 import { spawnServe, type ServeProcess } from "../support/serve.ts";
 import { ackedHistory, Client, earlyHandovers, expectReplayed, FailoverClient, missingIntakeSamples, watchLeases } from "./cluster-checks.ts";
+import { acquiredBy } from "./acquired.ts";
 import { roleEnv } from "./deploy-env.ts";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
 
@@ -166,7 +167,7 @@ describe("network partition of an engine", () => {
     await waitFor(
       async () => {
         const now = await leases(nc);
-        const restored = new Set(engine1.lines().filter((l) => l["msg"] === "acquired asset" && at(l) >= cutAt).map((l) => l["mint"]));
+        const restored = acquiredBy(engine1.lines(), at, cutAt);
         return cutOff.every((u) => now.get(u)?.owner === ids[0]) && cutOffMints.every((m) => restored.has(m));
       },
       20_000,
@@ -187,7 +188,8 @@ describe("network partition of an engine", () => {
     // The intake moved too: engine-2 stopped publishing (fenced) and engine-1 continued after its watermark.
     await waitFor(() => engine1.lines().some((l) => l["msg"] === "this engine is the intake" && at(l) >= cutAt), 20_000, "engine-1 to be the intake");
     expect(engine2.lines().some((l) => l["msg"] === "this engine is no longer the intake" && at(l) >= cutAt)).toBe(true);
-    const restoredAt = Math.max(...engine1.lines().filter((l) => l["msg"] === "acquired asset" && at(l) >= cutAt && cutOffMints.includes(String(l["mint"]))).map(at));
+    const restoredBy = acquiredBy(engine1.lines(), at, cutAt);
+    const restoredAt = Math.max(...cutOffMints.map((m) => at(restoredBy.get(m)!)));
 
     // 2. Heal after a few more seconds: engine-2 comes back and the partitions are shared again.
     await sleep(3_000);

@@ -141,7 +141,7 @@ export function startPartition(o: PartitionOptions): Partition {
         // This term of the lease: a restore that outlives it (fenced, then taken again) starts nothing.
         const live = leases.term(unit);
         if (o.intake !== undefined) await starting.acquiredFromIntake(o.intake, unit, units.assetsOf(unit), false, live);
-        else await Promise.all(units.assetsOf(unit).map((mint) => starting.acquired(mint, false, live)));
+        else await starting.acquiredUnit(unit, units.assetsOf(unit), live);
       },
       lost: (unit) => {
         o.intake?.drop(unit);
