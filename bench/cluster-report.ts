@@ -67,7 +67,35 @@ export interface ClusterRun {
 }
 
 /** What limits the figures and what is left, as measured (see docs/scaling.md). */
-const LIMITS = `**Runs of 2026-11-27 09:15-10:45 (the session after), at 10,000 assets, nothing else running**, \`BENCH_WRITE_DOC=0
+const LIMITS = `**Runs of 2026-11-27 12:54-13:36 (the session after), at 10,000 assets, one sample every 10 s, nothing else
+running**, \`BENCH_ASSETS=10000 BENCH_WRITE_DOC=0 npm run bench:cluster\` (run 10 with \`BENCH_CPU_PROF_DIR\`); each
+survivor's first and last partition restored, in seconds after the kill:
+
+| run | code | result | kill -> restored (moved) | survivor A: first / last | survivor B: first / last | lost / duplicated / out of order / double-owner |
+|---|---|---|---:|---|---|---|
+| 10 | b9e5134 + \`resumeAsset\` (one actor created per acquired asset, not two), under \`--cpu-prof\` | passed | 4,920 ms (3,498) | 2.15 / 4.18 | 2.18 / 4.93, **1.0 s idle** after its 6th partition | 0 / 0 / 0 / 0 of 292 |
+| 11 | + a lease round ends with its writes, not with its restores | passed | 4,685 ms (3,186) | 1.71 / 3.10 | 1.85 / 4.69 | 0 / 0 / 0 / 0 of 437 |
+| 12 | + one log line per acquired partition, starts of a unit one at a time | passed (the section above) | **3,479 ms** (3,154) | 2.10 / 3.48 | 2.19 / 3.45 | 0 / 0 / 0 / 0 of 292 |
+
+- **A lease round waited for its restores** (fixed, run 11 on). The survivors list the same expired leases at the same
+  instant and reach for overlapping shares of them; the writes that lost to the other survivor's were tried again
+  only by the next round, which waited for this round's restores (1-2 s at 10,000 assets) and a planning period: run
+  10's second survivor restored 6 partitions, sat idle 1.0 s, then restored the other 6. A round now ends with its
+  writes; one that lost a write plans again a tick (100 ms) later; a unit's restore that outlives its lease term starts
+  nothing, and a unit taken again starts after its previous restore (\`test/nats/leases.test.ts\`).
+- **Where a partition start's time goes** (run 10's profile, the survivors' main threads, the stacks under
+  \`#startAsset\`: 15.1 s of CPU over the run, which took every partition over several times): the catch-up 59 % (each
+  missed sample evaluated, then the re-arm at now, and every evaluation published as a state and recorded in
+  PEG_SAMPLES), restoring the actor 19 %, the "acquired asset" log line 12 % (one synchronous pipe write per asset:
+  now one line per partition, each asset's at debug level), the rest 10 %. Before \`resumeAsset\` the re-arm created
+  every actor a second time, as costly as the first.
+- **Kill -> restored is 3.5 s** (run 12; 4.2-6.0 s in runs 6, 8 and 9 below): the dead engine's leases expire 1.5-2.1 s after the kill, then each
+  survivor restores its ten partitions one after another, 130-180 ms each (about 1 ms of a core per asset, two
+  evaluations each: the missed sample and the re-arm). **The < 3 s target is still not met**; what is left: the
+  catch-up's cost per evaluation (a state publish and a PEG_SAMPLES record each, also for the re-arm), and the 2 s
+  lease TTL, which the engines' stalls on this machine (0.6-2.6 s at a 5 s tick) do not allow to shorten.
+
+**Runs of 2026-11-27 09:15-10:45, at 10,000 assets, nothing else running**, \`BENCH_WRITE_DOC=0
 [BENCH_TICK_MS=10000] npm run bench:cluster\`; the engines now log every event-loop stall over 0.5 s ("event loop
 blocked"), and a lease whose renewal cannot be answered within 1.5 s of its last one is fenced, as it must be:
 

@@ -342,7 +342,7 @@ describe("LeaseManager on a CAS store", () => {
         acquired: async () => {
           log.push(running === 0 ? "start" : "start beside another");
           running++;
-          await new Promise((r) => clock.setTimeout(r, 6_000)); // a restore reading for 6 s
+          await new Promise<void>((r) => clock.setTimeout(() => r(), 6_000)); // a restore reading for 6 s
           running--;
           log.push("end");
         },
