@@ -52,7 +52,9 @@ describe("webhook signing key ring", () => {
       [kid, "retiring"],
     ]);
     await second.close();
-  });
+    // A hang guard, not a speed check: two PGlite starts, CPU-bound; 29.9 s under the parallel suite in a passing CI
+    // run of d216292, over vitest's 30 s in the next one (44bc413).
+  }, 120_000);
 });
 
 describe("several processes on one database (PostgreSQL: one store per process)", () => {

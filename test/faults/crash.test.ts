@@ -11,7 +11,7 @@
  * machine; at a load of 27, one in one run and all six in another (2026-11-27). So the acknowledged history must be the replay up to the last
  * sample, exactly, followed by the first of those pending commits in time order (none to all six), nothing else.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -27,6 +27,7 @@ import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { freePort } from "../support/ports.ts";
 import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 import { spawnServe, type ServeProcess } from "../support/serve.ts";
+import { FAULT_RESULTS_DIR } from "./fault-run.ts";
 import { jetStreamTransitions, storedAlertIds } from "./invariants.ts";
 
 const SCENARIO = "transition-burst";
@@ -44,6 +45,13 @@ const pendingAtEnd = settled.filter((r) => Date.parse(r.detected_at) > lastSampl
 
 // Receipts are compared hash for hash with the replay: the service runs with this GIT_SHA, not the checkout's HEAD.
 const serve = (env: Record<string, string>): ServeProcess => spawnServe({ FEED: `scenario:${SCENARIO}`, SCENARIO_SPEED: SPEED, GIT_SHA, ...env });
+
+/** The end of a run's stderr without the lines one retry loop repeats every 0.5 s (a hang's log was nothing else). */
+function digest(stderr: string): string {
+  const repeated = (l: string) => l.includes("cannot re-create the transitions consumer");
+  const lines = stderr.split("\n");
+  return `${lines.filter((l) => !repeated(l)).join("\n").slice(-4000)}\n(${lines.filter(repeated).length} "cannot re-create the transitions consumer" lines left out)`;
+}
 
 describe.each(["postgres", "pglite"] as const)("kill -9 during a burst of transitions (%s)", (backend) => {
   let nats: TestNats;
@@ -70,6 +78,11 @@ describe.each(["postgres", "pglite"] as const)("kill -9 during a burst of transi
 
   it("loses, duplicates and invents nothing, and every dwell commits at its deadline", async () => {
     const logs: string[] = [];
+    // Every run's whole stderr, for a failure's diagnosis (an assertion shows only the end of the last one).
+    const keep = (run: number, p: ServeProcess) => {
+      mkdirSync(FAULT_RESULTS_DIR, { recursive: true });
+      writeFileSync(join(FAULT_RESULTS_DIR, `crash-${backend}-run-${run}.log`), p.stderr());
+    };
     for (let k = 0; k < KILLS; k++) {
       const run = serve(env);
       await run.started();
@@ -78,13 +91,14 @@ describe.each(["postgres", "pglite"] as const)("kill -9 during a burst of transi
       run.proc.kill("SIGKILL");
       await run.exited;
       logs.push(run.stderr());
+      keep(k + 1, run);
     }
     // Last run: to the end of the scenario; the service shuts down by itself.
     const last = serve(env);
     const code = await Promise.race([
       last.exited,
-      new Promise<number>((_, reject) => setTimeout(() => reject(new Error(`the final run did not finish: ${last.stderr().slice(-3000)}`)), 180_000)),
-    ]);
+      new Promise<number>((_, reject) => setTimeout(() => reject(new Error(`the final run did not finish: ${digest(last.stderr())}`)), 180_000)),
+    ]).finally(() => keep(KILLS + 1, last));
     expect(code, last.stderr().slice(-3000)).toBe(0);
 
     const acked = await jetStreamTransitions(nats.url);

@@ -6,6 +6,7 @@
 import { Subject } from "rxjs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureTopology, startLiveFeed, subjects, type LiveSink, type LiveState } from "../../src/streams/jetstream/index.ts";
+import { connect } from "@nats-io/transport-node";
 import { natsForSuite } from "../support/nats.ts";
 import { waitFor } from "../support/ports.ts";
 
@@ -26,6 +27,18 @@ function recordingSink(): LiveSink & { states: LiveState[] } {
 const published = (discount: string) => JSON.stringify({ v: 1, mint: MINT, ts: new Date(AT).toISOString(), state: "DEPEG", discount });
 
 describe("startLiveFeed", () => {
+  it("ends when its connection is closed, instead of re-creating its consumer on it again and again", async () => {
+    const nc = await connect({ servers: suite.nats.url });
+    const logged: string[] = [];
+    const feed = await startLiveFeed(nc, recordingSink(), { windowMs: 60_000, now: Date.now, log: (_level, msg) => void logged.push(msg) });
+    await feed.ready;
+    await nc.close();
+    // The old loop retried 0.1, 0.3, 0.7, 1.2 s after the close; this one ends at once.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(logged.filter((m) => m.includes("cannot re-create the transitions consumer"))).toEqual([]);
+    await feed.stop();
+  });
+
   it("reads the recomputes from peg.state.> (an API process)", async () => {
     const sink = recordingSink();
     const feed = await startLiveFeed(suite.nc, sink, { windowMs: 60_000, now: Date.now });

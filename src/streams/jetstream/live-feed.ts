@@ -205,7 +205,7 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
     const bridgeJsm = await jetstreamManager(nc, { checkAPI: false, timeout: BRIDGE_REQUEST_TIMEOUT_MS });
     let done = false;
     void until.finally(() => (done = true));
-    while (!done && !stopped && covered) {
+    while (!done && !stopped && covered && !nc.isClosed()) {
       const m = await bridgeJsm.streams.getMessage(TOPOLOGY.transitions.stream, { seq: lastSeq + 1 }).catch(() => null);
       if (m !== null && !done && !stopped && m.seq === lastSeq + 1) {
         deliver(m.seq, () => m.json<StoredTransition>(), m.time.getTime());
@@ -218,7 +218,9 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
   // while a cluster elects new leaders after losing a node), a new one continues after the last sequence delivered.
   const reopen = async (): Promise<void> => {
     const created = (async () => {
-      for (let wait = 100; !stopped; wait = Math.min(wait * 2, REOPEN_MAX_WAIT_MS)) {
+      // A closed connection never opens again: nothing to wait for (it used to retry every 0.5 s until the process
+      // exited, a log line each time).
+      for (let wait = 100; !stopped && !nc.isClosed(); wait = Math.min(wait * 2, REOPEN_MAX_WAIT_MS)) {
         try {
           const c = await js.consumers.get(TOPOLOGY.transitions.stream, lastSeq === 0 ? backfill : { opt_start_seq: lastSeq + 1 });
           return await c.consume(PULL);
@@ -294,7 +296,7 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
     }
   };
   const loop = (async () => {
-    while (!stopped) {
+    while (!stopped && !nc.isClosed()) {
       try {
         await follow();
       } catch (e) {
