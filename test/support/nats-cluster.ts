@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { connect as tcpConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { fileURLToPath } from "node:url";
 import { freePort, sleep, waitFor } from "./ports.ts";
@@ -113,6 +113,19 @@ export async function startNatsCluster(size = 3): Promise<TestNatsCluster> {
       },
       30_000,
       "the JetStream meta leader",
+    );
+    // And until every node is a current peer of the meta group: before, a stream with a replica on each node cannot be
+    // placed ("no suitable peers for placement": live-feed-node-loss's first stream, in a CI run under load).
+    const probe = { name: "CLUSTER_READY_PROBE", subjects: ["cluster.ready.probe"], num_replicas: nodes.length, storage: StorageType.Memory };
+    await waitFor(
+      async () => {
+        await jsm.streams.add(probe);
+        await jsm.streams.delete(probe.name);
+        return true;
+      },
+      30_000,
+      `a stream with a replica on each of the ${nodes.length} nodes`,
+      200,
     );
   } finally {
     await nc.close();
