@@ -136,7 +136,7 @@ export async function startRoleService(config: Config, catalog: Catalog, io: Ser
     const engineParts = { config, catalog, host, nats, recoveryRead, fromStore, leaseStore, feed, shared, clock: baseClock, store, alerts, progress, api, log, undo };
     const engine = await startEngine({ ...engineParts, transition: io.transition });
     const { link, partition } = engine;
-    const projectors = startProjectors({ config, catalog, nats, store, projectingStore: engine.projectingStore, assetsUpserted, thread, throttle, link, partition, log, undo });
+    const projectors = startProjectors({ config, catalog, nats, store, projectingStore: engine.projectingStore, assetsUpserted, thread, throttle, link, partition, clock: baseClock, log, undo });
     // 8. Webhook delivery runs before intake; ROLE=engine: the first lease round right before intake, so no acquired
     //    actor runs (and no dwell timer fires) before the feed does.
     progress.starting = "starting webhook delivery";

@@ -1,4 +1,5 @@
 import type { Catalog } from "../../catalog/index.ts";
+import type { Clock } from "../../clock.ts";
 import type { Config } from "../../config.ts";
 import type { Store } from "../../store/index.ts";
 import { startBatchConsumer, TOPOLOGY, type BatchConsumer, type EngineLink, type LogFn, type Partition } from "../../streams/jetstream/index.ts";
@@ -41,6 +42,8 @@ export interface ProjectorParts {
   readonly throttle: IntakeThrottle;
   readonly link: EngineLink;
   readonly partition: Partition | null;
+  /** Wall clock (the shutdown's wait). */
+  readonly clock: Clock;
   readonly log: LogFn;
   readonly undo: UndoStack;
 }
@@ -129,7 +132,7 @@ export function startProjectors(p: ProjectorParts): Projectors {
       for (const r of started) if (r.status === "fulfilled") consumers.push(r.value);
       for (const r of started) if (r.status === "rejected") throw r.reason;
     },
-    projectTransitions: (withinMs) => (consumers.length === 0 ? Promise.resolve() : transitionsProjected(nats, withinMs, p.log)),
+    projectTransitions: (withinMs) => (consumers.length === 0 ? Promise.resolve() : transitionsProjected(nats, p.clock, withinMs, p.log)),
     stop,
   };
 }
@@ -142,20 +145,28 @@ const PROJECTED_POLL_MS = 50;
  * of the call (its ack floor), or `withinMs`. A clean stop then leaves the store holding every transition it
  * acknowledged, including a dwell that committed during the shutdown.
  */
-async function transitionsProjected(nats: NatsLink, withinMs: number, log: LogFn): Promise<void> {
-  const deadline = Date.now() + withinMs;
+async function transitionsProjected(nats: NatsLink, clock: Clock, withinMs: number, log: LogFn): Promise<void> {
+  const deadline = clock.now() + withinMs;
   const { stream } = TOPOLOGY.transitions;
-  const ask = <T>(request: () => Promise<T>): Promise<T | null> =>
-    Promise.race([request().catch(() => null), new Promise<null>((r) => setTimeout(r, Math.max(0, deadline - Date.now()), null))]);
+  // A request still unanswered at the deadline counts as no answer (its timer cleared once it is answered).
+  const ask = async <T>(request: () => Promise<T>): Promise<T | null> => {
+    let timer: unknown = null;
+    const expired = new Promise<null>((r) => (timer = clock.setTimeout(() => r(null), Math.max(0, deadline - clock.now()))));
+    try {
+      return await Promise.race([request().catch(() => null), expired]);
+    } finally {
+      clock.clearTimeout(timer);
+    }
+  };
   let last: number | null = null;
   let floor = 0;
-  while (Date.now() < deadline) {
+  while (clock.now() < deadline) {
     last ??= (await ask(() => nats.topology.jsm.streams.info(stream)))?.state.last_seq ?? null;
     if (last !== null) {
       floor = (await ask(() => nats.topology.jsm.consumers.info(stream, "projector-transitions")))?.ack_floor.stream_seq ?? floor;
       if (floor >= last) return;
     }
-    await new Promise((r) => setTimeout(r, PROJECTED_POLL_MS));
+    await new Promise<void>((r) => clock.setTimeout(r, PROJECTED_POLL_MS));
   }
   log("warn", "shutdown: transitions acknowledged but not projected yet; the next start projects them", { stream_last_seq: last, projected_to_seq: floor, waited_ms: withinMs });
 }
