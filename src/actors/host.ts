@@ -23,6 +23,7 @@ import { bandMachine, type BandEmitted } from "./band-machine.ts";
 import { EVENT_HISTORY, EventRing, machineView, type MachineView } from "./inspect.ts";
 import { assetStateFromJSON, assetStateToJSON, SnapshotFormatError, type AssetStateJSON } from "./persist.ts";
 import { SharedThresholds } from "./shared-thresholds.ts";
+import { resume, Slot } from "./slot.ts";
 
 /** What the host needs of a catalog asset (a CatalogAsset satisfies it). */
 export interface HostAsset {
@@ -92,52 +93,6 @@ export interface ActorHostOptions {
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
 }
 
-type BandSnapshot = ReturnType<Actor<typeof bandMachine>["getSnapshot"]>;
-
-/**
- * One asset's actor and what the host keeps about it. The slot is itself the observer of its actor's snapshots (no
- * per-actor closure): it takes each outbox's items, in order, and hands them to the host's `deliver`.
- */
-class Slot {
-  lastSkip: SkipReason | null = null;
-  /** Stopped by `release` (another engine runs the asset) until `restoreAsset`/`activateAsset`. */
-  released = false;
-
-  constructor(
-    readonly asset: HostAsset,
-    /** `asset.methodology`, its thresholds object shared with every asset whose thresholds are equal. */
-    readonly methodology: MethodologyAsset,
-    public actor: Actor<typeof bandMachine>,
-    /** The most recent events, for inspection. */
-    readonly events: EventRing,
-    readonly deliver: (slot: Slot, e: BandEmitted) => void,
-  ) {}
-
-  next(snapshot: BandSnapshot): void {
-    const outbox = snapshot.context.outbox;
-    if (outbox.length === 0) return;
-    // Taking the items out (rather than remembering the array) delivers each exactly once however many snapshots
-    // carry this outbox, and lets the last decision, its inputs and its receipt go once delivered.
-    for (const e of outbox.splice(0)) this.deliver(this, e);
-  }
-}
-
-/** Records the resume in the slot's events and sends it: an overdue deadline evaluated, the next one armed. */
-function resume(slot: Slot, state: AssetState, now: EpochMs): void {
-  slot.events.push({
-    type: "RESUME",
-    at: now,
-    result: "accepted",
-    skipReason: null,
-    state: state.published,
-    band: state.committed,
-    candidate: state.candidate,
-    discount: state.ewma,
-    transition: false,
-  });
-  slot.actor.send({ type: "RESUME", now });
-}
-
 /**
  * One band-machine actor per asset, all on the injected clock. `ingest` routes a sample to its asset's actor; the
  * `events$` stream carries every published recompute and every transition with its receipt, in decision order per
@@ -150,11 +105,11 @@ export class ActorHost {
   readonly #step: StepOptions;
   readonly #eventHistory: number;
   readonly #inspect: ActorHostOptions["inspect"];
-  readonly #bySymbol = new Map<string, Slot>();
-  readonly #byMint = new Map<string, Slot>();
+  readonly #bySymbol = new Map<string, Slot<HostAsset>>();
+  readonly #byMint = new Map<string, Slot<HostAsset>>();
   readonly #events = new Subject<HostEvent>();
   /** Shared by every slot (one function per host, not one closure per actor). */
-  readonly #deliverTo = (slot: Slot, e: BandEmitted): void => this.#deliver(slot, e);
+  readonly #deliverTo = (slot: Slot<HostAsset>, e: BandEmitted): void => this.#deliver(slot, e);
   #stopped = false;
 
   /** Every published recompute and every transition, in order per asset. Hot; completes on `stop()`. */
@@ -245,7 +200,7 @@ export class ActorHost {
     }
     const assets = s["assets"];
     if (typeof assets !== "object" || assets === null) throw new SnapshotFormatError("assets", "must be an object");
-    const parsed: [Slot, AssetState][] = [];
+    const parsed: [Slot<HostAsset>, AssetState][] = [];
     for (const [mint, value] of Object.entries(assets)) {
       const slot = this.#byMint.get(mint);
       if (slot === undefined) continue;
@@ -336,11 +291,11 @@ export class ActorHost {
   }
 
   /** Delivers what the actor puts in its outbox, in order, synchronously (inside `ingest` or the timer callback). */
-  #wire(slot: Slot): void {
+  #wire(slot: Slot<HostAsset>): void {
     slot.actor.subscribe(slot);
   }
 
-  #deliver(slot: Slot, e: BandEmitted): void {
+  #deliver(slot: Slot<HostAsset>, e: BandEmitted): void {
     const { asset } = slot;
     {
       switch (e.type) {
