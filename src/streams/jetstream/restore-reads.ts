@@ -32,7 +32,7 @@ export interface RestoreReadsOptions {
 
 /** Per-asset reads in flight at once (each is two NATS requests). */
 const PER_ASSET_AT_ONCE = 32;
-const SNAPSHOTS_AT_ONCE = 64;
+const SNAPSHOTS_AT_ONCE = 256;
 /** A pass over the transitions is used while the stream has at most this many subjects per asset of the batch. */
 const PASS_WORTH = 4;
 const WINDOW_MS = 25;
