@@ -220,14 +220,7 @@ export class ActorHost {
    * them in order (a scale-out catch-up); a later `restoreAsset` at the clock's now re-arms the dwell timer.
    */
   restoreAsset(key: string, state: AssetState, now: EpochMs = this.#clock.now()): void {
-    const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
-    if (slot === undefined) throw new Error(`unknown asset ${key}`);
-    slot.actor.stop();
-    slot.actor = this.#spawn(slot.asset, slot.methodology, state);
-    slot.released = false;
-    this.#wire(slot);
-    slot.actor.start();
-    resume(slot, state, now);
+    resume(this.#start(key, state), state, now);
   }
 
   /**
@@ -242,15 +235,25 @@ export class ActorHost {
     resume(slot, slot.actor.getSnapshot().context.engine, now);
   }
 
-  /** Starts a released asset's actor cold (nothing to restore). */
-  activateAsset(key: string): void {
+  /**
+   * Starts a released asset's actor at `state` (absent: cold), not yet resumed: no overdue deadline evaluated, no
+   * timer armed. A catch-up feeds it the samples it missed (each evaluates an overdue deadline first, at its own
+   * instant), then `resumeAsset` arms it: the decisions are those of `restoreAsset` at the state's instant, the same
+   * samples and `resumeAsset`, without a first resume per asset (a failover acquires thousands).
+   */
+  activateAsset(key: string, state?: AssetState): void {
+    this.#start(key, state);
+  }
+
+  #start(key: string, state: AssetState | undefined): Slot<HostAsset> {
     const slot = this.#bySymbol.get(key) ?? this.#byMint.get(key);
     if (slot === undefined) throw new Error(`unknown asset ${key}`);
     slot.actor.stop();
-    slot.actor = this.#spawn(slot.asset, slot.methodology, undefined);
+    slot.actor = this.#spawn(slot.asset, slot.methodology, state);
     slot.released = false;
     this.#wire(slot);
     slot.actor.start();
+    return slot;
   }
 
   /**

@@ -198,6 +198,40 @@ describe("snapshot and restore", () => {
     }
   });
 
+  it("a take-over's actor started at its state, fed what it missed and resumed once decides exactly as one restored at the state's instant", () => {
+    // The state: a DRIFT candidate since S (deadline S + 30 s). Missed samples at their own instants, some before the
+    // deadline, some after it (the first of those fires it at its own instant), then the resume at now.
+    const taken = (how: "restore" | "activate", missed: readonly [number, string][], resumeAt: number) => {
+      const first = setup();
+      const since = enterDriftCandidate(first.clock, first.host);
+      const state = first.host.engineState("USDC")!;
+      const { clock, host, events } = setup();
+      clock.set(since + resumeAt);
+      host.release("USDC");
+      if (how === "restore") host.restoreAsset("USDC", state, state.evaluatedAt!);
+      else host.activateAsset("USDC", state);
+      for (const [after, p] of missed) host.ingest({ ...usdc(clock, p), ts: since + after }, since + after);
+      host.resumeAsset("USDC", clock.now());
+      const armed = host.deadline("USDC");
+      const machine = host.machineState("USDC");
+      clock.increment(600_000);
+      return { armed, machine, state: host.machineState("USDC"), engine: JSON.stringify(host.engineState("USDC")), events: JSON.stringify(events) };
+    };
+    const cases: [readonly [number, string][], number][] = [
+      [[], 10_000], // nothing missed, the deadline still ahead
+      [[], 45_000], // nothing missed, the deadline passed before now
+      [[[5_000, "0.99"], [15_000, "0.99"]], 20_000], // missed samples before the deadline
+      [[[5_000, "0.99"], [35_000, "0.98"], [40_000, "1"]], 50_000], // the deadline between two missed samples
+      [[[5_000, "1"], [10_000, "1"]], 200_000], // the candidate abandoned by what was missed
+    ];
+    for (const [missed, resumeAt] of cases) {
+      const activated = taken("activate", missed, resumeAt);
+      expect(activated).toEqual(taken("restore", missed, resumeAt));
+      expect(activated.machine).not.toBe("cold");
+    }
+    expect(taken("activate", cases[3]![0], 50_000).events).toMatch(/"kind":"transition"/);
+  });
+
   it("rejects a malformed snapshot without touching any actor", () => {
     const { clock, host } = setup();
     enterDriftCandidate(clock, host);

@@ -100,11 +100,15 @@ export class AcquiredAssets {
       p.catch((e: unknown) => {
         throw new Error(`${what}: ${e instanceof Error ? e.message : String(e)}`);
       });
+    // Where a take-over's time goes (kill -> restored, bench:cluster): reading the states, the history, waiting its turn.
+    const t0 = performance.now();
     try {
       const reads = await step("reading the assets' states", Promise.all(mints.map((mint) => this.#readState(mint, fromStream))));
       if (!live()) return hold.cancel();
+      const t1 = performance.now();
       const after = Math.min(...reads.map((r) => r.applied));
       const history = await step("reading the partition's history from PEG_INTAKE", hold.history(after));
+      const t2 = performance.now();
       await this.#starts.run(() => {
         if (!live()) return hold.cancel();
         // The partition's samples by asset, once (not one pass over the whole partition per asset).
@@ -116,6 +120,9 @@ export class AcquiredAssets {
           after: Number.isFinite(after) ? new Date(after).toISOString() : null,
           history_samples: history.length,
           held_samples: held.length,
+          read_ms: Math.round(t1 - t0),
+          history_ms: Math.round(t2 - t1),
+          queued_ms: Math.round(performance.now() - t2),
         });
         for (const x of [...history, ...held]) {
           const list = bySymbol.get(x.sample.asset);
@@ -234,7 +241,9 @@ export class AcquiredAssets {
     // evaluating a backlog (under load), and the samples after the state are in the history, or nowhere (the intake
     // had published them before the hold, when the partition was not this engine's).
     if (at !== null && (at <= now || samples !== undefined)) {
-      o.host.restoreAsset(mint, state, at);
+      // Started at its state, fed what it missed, then resumed once (`#catchUp`): `restoreAsset` at the state's own
+      // instant would resume it twice.
+      o.host.activateAsset(mint, state);
       caughtUp = this.#catchUp(asset, boundary, Math.max(now, at), true, missedOf(applied));
     } else {
       o.host.restoreAsset(mint, state, now);
