@@ -38,8 +38,8 @@ import { freePort, sleep, waitFor } from "../test/support/ports.ts";
 import { TEST_SECRETS_KEY } from "../test/support/secrets.ts";
 import { acquiredBy, acquiredTotals } from "../test/scale/acquired.ts";
 import { ackedHistory, earlyHandovers, watchLeases, type EarlyHandover } from "../test/scale/cluster-checks.ts";
-import { roleEnv } from "../test/scale/deploy-env.ts";
-import { startTcpProxy, type TcpProxy } from "../test/scale/tcp-proxy.ts";
+import { deployedNodeArgs, roleEnv } from "../test/scale/deploy-env.ts";
+import { startTcpProxyProcess, type TcpProxyProcess } from "../test/scale/tcp-proxy.ts";
 import { compareHistory } from "./cluster-history.ts";
 import { spawnRole, TransitionClient, type LogLine, type RoleProcess } from "./cluster-procs.ts";
 import { writeClusterSection, type ClusterRun } from "./cluster-report.ts";
@@ -74,7 +74,7 @@ const units = leaseUnits(
 
 let cluster: TestNatsCluster | null = null;
 let pg: TestPostgres | null = null;
-let proxy: TcpProxy | null = null;
+let proxy: TcpProxyProcess | null = null;
 let nc: NatsConnection | null = null;
 const procs: RoleProcess[] = [];
 const dirs: string[] = [];
@@ -170,7 +170,7 @@ async function run(m: Draft): Promise<void> {
   const startApi = async (name: string, port: number): Promise<RoleProcess> => {
     const e = env("api", cluster!.urls, port);
     for (let attempt = 1; ; attempt++) {
-      const p = spawnRole(attempt === 1 ? name : `${name}-attempt-${attempt}`, e);
+      const p = spawnRole(attempt === 1 ? name : `${name}-attempt-${attempt}`, e, deployedNodeArgs("api"));
       procs.push(p);
       try {
         await started(p);
@@ -194,9 +194,9 @@ async function run(m: Draft): Promise<void> {
   // that leader; the proxied engine's connection must outlive it, or its client would reconnect around the proxy).
   const leaderAtStart = (await jsm.streams.info("PEG_TRANSITIONS")).cluster?.leader;
   const proxied = cluster.nodes.find((n) => n.name !== leaderAtStart)!;
-  proxy = await startTcpProxy(proxied.port);
+  proxy = await startTcpProxyProcess(proxied.port);
   const engines = Array.from({ length: ENGINES }, (_, i) =>
-    spawnRole(`engine-${i + 1}`, env("engine", i === ENGINES - 1 ? `nats://127.0.0.1:${proxy!.port}` : cluster!.urls), PROF),
+    spawnRole(`engine-${i + 1}`, env("engine", i === ENGINES - 1 ? `nats://127.0.0.1:${proxy!.port}` : cluster!.urls), [...deployedNodeArgs("engine"), ...PROF]),
   );
   procs.push(...engines);
   const ids = (await Promise.all(engines.map(started))).map((l) => String(l["engine"]));
@@ -312,7 +312,7 @@ async function run(m: Draft): Promise<void> {
   m.partition_cut_partitions = cutUnits.length;
   step(`network partition of ${cutEngine.name} (${cutUnits.length} partitions)`);
   const cutAt = Date.now();
-  proxy.cut();
+  await proxy.cut();
   await waitFor(
     async () => {
       const now = await owners(nc!);
@@ -331,7 +331,7 @@ async function run(m: Draft): Promise<void> {
   m.partitions_not_fenced_first = cutUnits.filter((u) => !(fencedAt.get(u)! < (takenAt.get(`partition.${u}`) ?? Infinity))).length;
   await sleep(PARTITION_S * 1000);
   const healAt = Date.now();
-  proxy.heal();
+  await proxy.heal();
   const liveIds = ids.slice(1);
   await waitFor(async () => {
     const now = await owners(nc!);

@@ -37,7 +37,7 @@ import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 import { spawnServe, type ServeProcess } from "../support/serve.ts";
 import { ackedHistory, Client, earlyHandovers, expectReplayed, watchLeases } from "./cluster-checks.ts";
 import { acquiredBy, acquiredTotals } from "./acquired.ts";
-import { roleEnv } from "./deploy-env.ts";
+import { deployedNodeArgs, roleEnv } from "./deploy-env.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SCENARIO = "transition-burst";
@@ -118,10 +118,10 @@ describe("scale-out on a three-node NATS cluster", () => {
     };
     const apiPorts = [await freePort(), await freePort()];
     // The first API process creates the schema, the topology (replicas 3) and the webhook signing key alone.
-    const api1 = spawnServe(env("api", apiPorts[0]), { name: "api-1" });
+    const api1 = spawnServe(env("api", apiPorts[0]), { name: "api-1", nodeArgs: deployedNodeArgs("api") });
     procs.push(api1);
     await api1.started();
-    const api2 = spawnServe(env("api", apiPorts[1]), { name: "api-2" });
+    const api2 = spawnServe(env("api", apiPorts[1]), { name: "api-2", nodeArgs: deployedNodeArgs("api") });
     procs.push(api2);
     await api2.started();
     const clients = apiPorts.flatMap((port, i) => [new Client(`api-${i + 1}/a`, `ws://127.0.0.1:${port}/v1/ws`), new Client(`api-${i + 1}/b`, `ws://127.0.0.1:${port}/v1/ws`)]);
@@ -130,8 +130,8 @@ describe("scale-out on a three-node NATS cluster", () => {
     // Every lease write, as the bucket saw it: an owner may change only after the previous lease expired or was deleted.
     const watch = await watchLeases(nc, "asset.>", 3);
 
-    const engine1 = spawnServe(env("engine"), { name: "engine-1" });
-    const engine2 = spawnServe(env("engine"), { name: "engine-2" });
+    const engine1 = spawnServe(env("engine"), { name: "engine-1", nodeArgs: deployedNodeArgs("engine") });
+    const engine2 = spawnServe(env("engine"), { name: "engine-2", nodeArgs: deployedNodeArgs("engine") });
     procs.push(engine1, engine2);
     await Promise.all([engine1.started(), engine2.started()]);
     const engineId = (p: ServeProcess) => String(p.lines().find((l) => l["msg"] === "serving")?.["engine"]);

@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { parseEnv } from "node:util";
 
 const DEPLOY = new URL("../../deploy/env/", import.meta.url);
+const UNITS = new URL("../../deploy/systemd/", import.meta.url);
 
 /** What the deploy files set for `role` (common.env, then `<role>.env`). */
 export function deployedEnv(role: "engine" | "api"): Record<string, string> {
@@ -21,4 +22,19 @@ export function roleEnv(role: "engine" | "api", overrides: Record<string, string
   const unknown = Object.keys(overrides).filter((k) => !(k in env));
   if (unknown.length > 0) throw new Error(`deploy/env does not set ${unknown.join(", ")} for ${role}: add it there or pass it as extra`);
   return { ...env, ...overrides, ...extra };
+}
+
+/**
+ * The node flags of the role's systemd unit (`ExecStart=/usr/bin/node <flags> --import tsx ...`): a test or benchmark
+ * runs the role's process with them, as the unit does (its young generation's size changes how much of a take-over
+ * goes to the garbage collector).
+ */
+export function deployedNodeArgs(role: "engine" | "api"): string[] {
+  const unit = readFileSync(new URL(`peg-oracle-${role}.service`, UNITS), "utf8");
+  const exec = /^ExecStart=\S+\s+(.*)$/m.exec(unit);
+  if (exec === null) throw new Error(`deploy/systemd/peg-oracle-${role}.service has no ExecStart`);
+  const args = exec[1]!.split(/\s+/);
+  const end = args.indexOf("--import");
+  if (end < 0) throw new Error(`deploy/systemd/peg-oracle-${role}.service: ExecStart does not run node --import tsx`);
+  return args.slice(0, end);
 }

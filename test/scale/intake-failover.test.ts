@@ -31,7 +31,7 @@ import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { sleep, waitFor } from "../support/ports.ts";
 import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 import { acquiredBy } from "./acquired.ts";
-import { roleEnv } from "./deploy-env.ts";
+import { deployedNodeArgs, roleEnv } from "./deploy-env.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const ASSETS = 10_000;
@@ -200,7 +200,7 @@ describe("failovers at 10,000 assets with a shared intake", () => {
       );
     };
     const start = async (name: string) => {
-      const p = spawnRole(name, env());
+      const p = spawnRole(name, env(), deployedNodeArgs("engine"));
       procs.push(p);
       await p.line((l) => l.msg === "serving", 180_000, "serving");
       return p;

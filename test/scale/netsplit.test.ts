@@ -35,7 +35,7 @@ import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 import { spawnServe, type ServeProcess } from "../support/serve.ts";
 import { ackedHistory, Client, earlyHandovers, expectReplayed, FailoverClient, missingIntakeSamples, watchLeases } from "./cluster-checks.ts";
 import { acquiredBy } from "./acquired.ts";
-import { roleEnv } from "./deploy-env.ts";
+import { deployedNodeArgs, roleEnv } from "./deploy-env.ts";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -117,13 +117,13 @@ describe("network partition of an engine", () => {
       );
     };
     const apiPort = await freePort();
-    const api = spawnServe(env("api", apiPort), { name: "api" });
+    const api = spawnServe(env("api", apiPort), { name: "api", nodeArgs: deployedNodeArgs("api") });
     procs.push(api);
     await api.started();
     const client = new Client("api", `ws://127.0.0.1:${apiPort}/v1/ws`);
     // A second API process reaches NATS through its own proxy; its clients fail over to the first one.
     const api2Port = await freePort();
-    const api2 = spawnServe(env("api", api2Port, `nats://127.0.0.1:${apiProxy.port}`), { name: "api-2" });
+    const api2 = spawnServe(env("api", api2Port, `nats://127.0.0.1:${apiProxy.port}`), { name: "api-2", nodeArgs: deployedNodeArgs("api") });
     procs.push(api2);
     await api2.started();
     const urls = [`ws://127.0.0.1:${api2Port}/v1/ws`, `ws://127.0.0.1:${apiPort}/v1/ws`];
@@ -133,11 +133,11 @@ describe("network partition of an engine", () => {
 
     // Engine-2 (the one to be cut off) starts first and becomes the cluster's intake (INTAKE=shared, the default with
     // partitions), so the cut also hands the intake over.
-    const engine2 = spawnServe(env("engine", undefined, `nats://127.0.0.1:${proxy.port}`), { name: "engine-2" });
+    const engine2 = spawnServe(env("engine", undefined, `nats://127.0.0.1:${proxy.port}`), { name: "engine-2", nodeArgs: deployedNodeArgs("engine") });
     procs.push(engine2);
     await engine2.started();
     await waitFor(() => engine2.lines().some((l) => l["msg"] === "this engine is the intake"), 20_000, "engine-2 to be the intake");
-    const engine1 = spawnServe(env("engine"), { name: "engine-1" });
+    const engine1 = spawnServe(env("engine"), { name: "engine-1", nodeArgs: deployedNodeArgs("engine") });
     procs.push(engine1);
     await engine1.started();
     const engineId = (p: ServeProcess) => String(p.lines().find((l) => l["msg"] === "serving")?.["engine"]);

@@ -28,9 +28,10 @@ export interface ServeProcess {
   started(timeoutMs?: number): Promise<void>;
 }
 
-export function spawnServe(env: Record<string, string>, options: { name?: string; stdout?: boolean } = {}): ServeProcess {
+/** `nodeArgs`: node flags before the script (a scale-out test's are its deploy unit's, `deployedNodeArgs`). */
+export function spawnServe(env: Record<string, string>, options: { name?: string; stdout?: boolean; nodeArgs?: readonly string[] } = {}): ServeProcess {
   const name = options.name ?? "service";
-  const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
+  const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", "src/main.ts", "serve"], {
     cwd: ROOT,
     env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", LOG_LEVEL: "info", METRICS_PORT: "0", ...env },
     stdio: ["ignore", options.stdout === true ? "pipe" : "ignore", "pipe"],
