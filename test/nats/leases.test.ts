@@ -46,6 +46,40 @@ describe("planLeases", () => {
     expect(planLeases({ self: "me", now: 0, assets: ASSETS, leases: new Map(), engines: 1, held: new Set() }).acquire).toHaveLength(12);
     expect(planLeases({ self: "me", now: 0, assets: ASSETS, leases: new Map(), engines: 5, held: new Set(["mint0"]) }).acquire).toHaveLength(2);
   });
+
+  it("engines that list the same leases split the free ones between them: disjoint, all taken, each within its share", () => {
+    const units = Array.from({ length: 64 }, (_, i) => String(i));
+    const owners = ["engine-a", "engine-b", "engine-c"];
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 64, maxLength: 64 }), fc.integer({ min: 1, max: 3 }), (who, alive) => {
+        // Each unit's lease: held unexpired by one of the engines, or expired (its owner died), by index `who`.
+        const leases = new Map(units.map((u, i) => [u, rec(owners[who[i]!] ?? "dead", who[i] === 3 ? 500 : 5_000, i + 1)]));
+        const live = owners.slice(0, alive);
+        // A dead engine's units are expired whoever held them.
+        for (const [u, r] of leases) if (!live.includes(r.value.owner)) leases.set(u, rec(r.value.owner, 500, r.revision));
+        const held = (e: string) => new Set(units.filter((u) => leases.get(u)!.value.owner === e && leases.get(u)!.value.expires_at > 1_000));
+        const plans = live.map((self) => planLeases({ self, now: 1_000, assets: units, leases, engines: live.length, held: held(self), others: live.filter((e) => e !== self) }));
+        const target = Math.ceil(units.length / live.length);
+        const taken = plans.flatMap((p) => p.acquire.map((a) => a.mint));
+        expect(new Set(taken).size).toBe(taken.length); // disjoint
+        const free = units.filter((u) => leases.get(u)!.value.expires_at <= 1_000);
+        const room = live.reduce((n, e) => n + Math.max(0, target - held(e).size), 0);
+        expect(taken.length).toBe(Math.min(free.length, room)); // nothing left that someone had room for
+        live.forEach((e, i) => expect(held(e).size + plans[i]!.acquire.length).toBeLessThanOrEqual(Math.max(target, held(e).size)));
+      }),
+    );
+  });
+
+  it("takes a free unit split to another engine once it is overdue (that engine is not taking it)", () => {
+    const assets = ["a", "b", "c", "d"];
+    const view = { self: "me", now: 1_000, assets, leases: new Map(), engines: 2, held: new Set(["a"]), others: ["other"] };
+    const split = planLeases(view).acquire.map((a) => a.mint);
+    expect(split.length).toBeLessThanOrEqual(1);
+    const notMine = assets.filter((u) => u !== "a" && !split.includes(u));
+    const overdue = planLeases({ ...view, overdue: new Set(notMine) }).acquire.map((a) => a.mint);
+    expect(overdue).toHaveLength(1);
+    expect(notMine).toContain(overdue[0]);
+  });
 });
 
 interface Engine {
@@ -286,9 +320,9 @@ describe("LeaseManager on a CAS store", () => {
     b.manager.abandon();
   });
 
-  it("survivors reaching for the same expired leases take all of them a few ticks after the expiry, however long the restores take", async () => {
-    // Both survivors list the same expired leases at the same instant and reach for their share of them: some writes
-    // lose to the other's. Those are made up for by the next round, a tick later, not after this round's restores.
+  it("survivors take a dead engine's expired leases right after the expiry, split between them, however long the restores take", async () => {
+    // Both survivors list the same expired leases at the same instant and split them the same way (`planLeases`): each
+    // reaches for its part. A write lost to the other's would be made up for a tick later, not after the restores.
     const w = new World(() => 0, {}, 3_000);
     const a = w.spawn();
     await w.advance(1_000);
@@ -297,6 +331,8 @@ describe("LeaseManager on a CAS store", () => {
     const moved = [...a.manager.held];
     expect(moved.length).toBe(4);
     const expiresAt = Math.max(...moved.map((m) => w.bucket.snapshot("asset.").get(LEASE_KEYS.asset(m))!.value.expires_at));
+    const conflicts = () => b.manager.stats.conflicts + c.manager.stats.conflicts;
+    const conflictsBefore = conflicts();
     w.kill(a);
     let allAt: number | null = null;
     while (allAt === null && w.clock.now() < expiresAt + 10_000) {
@@ -305,6 +341,8 @@ describe("LeaseManager on a CAS store", () => {
     }
     expect(b.manager.held.size + c.manager.held.size).toBe(12);
     expect(allAt! - expiresAt).toBeLessThan(400);
+    // They split the dead engine's leases the same way: no write lost to the other's, no round to make it up.
+    expect(conflicts() - conflictsBefore).toBe(0);
     expect(w.violations).toEqual([]);
     b.manager.abandon();
     c.manager.abandon();

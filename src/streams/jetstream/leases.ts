@@ -1,5 +1,5 @@
 import type { LogFn } from "./engine-link.ts";
-import { planLeases } from "./lease-plan.ts";
+import { FreeUnits, planLeases } from "./lease-plan.ts";
 import type { LeaseManagerOptions } from "./lease-options.ts";
 import { LEASE_KEYS, LEASE_MARGIN_MS, LEASE_TTL_MS, LeaseConflictError, type LeaseRecord } from "./lease-store.ts";
 
@@ -32,7 +32,8 @@ export {
  *   `expires_at`, so the old owner has stopped before a new one can start.
  *
  * Engines announce themselves with a heartbeat key `engine.<id>` (`{owner, expires_at}`, same TTL); each aims for
- * `ceil(assets / live engines)` leases. Clocks of the engines must agree within `ttlMs - fenceAfterMs` (NTP).
+ * `ceil(assets / live engines)` leases, the free ones split among the live engines alike by each (`planLeases`).
+ * Clocks of the engines must agree within `ttlMs - fenceAfterMs` (NTP).
  */
 
 /** A renewal waits this long for its answer at most, then tries again (while its fencing deadline allows). */
@@ -44,6 +45,8 @@ const RENEW_RETRY_PAUSE_MS = 50;
 
 /** How long after a foreign lease's `expires_at` the next planning round runs (the expiry itself must have passed). */
 const EXPIRY_SLACK_MS = 20;
+/** A free unit the engine it was split to has not taken for this long is taken by whoever is short (`planLeases`). */
+const OVERDUE_MS = 1_000;
 
 interface Held {
   revision: number;
@@ -88,9 +91,11 @@ export class LeaseManager {
   #planAgain = false;
   /** Units whose `handlers.acquired` (the restore) runs: the rounds go on meanwhile; a release waits for it. */
   readonly #starting = new Map<string, Promise<void>>();
+  /** Which free units the engines they were split to have left untaken too long (`planLeases`). */
+  readonly #free = new FreeUnits(OVERDUE_MS);
   /** The earliest `expires_at` of a lease another engine holds, as last listed: a failover starts right after it. */
   #nextExpiry = Infinity;
-  #stats = { acquired: 0, released: 0, lost: 0, fenced: 0, rounds: 0, failedRounds: 0 };
+  #stats = { acquired: 0, released: 0, lost: 0, fenced: 0, rounds: 0, failedRounds: 0, conflicts: 0 };
 
   constructor(options: LeaseManagerOptions) {
     this.#o = options;
@@ -252,9 +257,9 @@ export class LeaseManager {
       );
       await Promise.all(orphans.map(([mint, r]) => this.#adopt(mint, r)));
       // Our own leases as the store shows them must match what we hold; anything else is someone else's.
-      let alive = 1;
-      for (const [key, r] of engines) if (key !== LEASE_KEYS.engine(self) && r.value.expires_at > now) alive++;
-      const plan = planLeases({ self, now, assets: this.#o.assets, leases: byMint, engines: alive, held: this.held });
+      const others: string[] = [];
+      for (const [key, r] of engines) if (key !== LEASE_KEYS.engine(self) && r.value.expires_at > now) others.push(r.value.owner);
+      const plan = planLeases({ self, now, assets: this.#o.assets, leases: byMint, engines: others.length + 1, held: this.held, others, overdue: this.#free.overdue(this.#o.assets, (u) => !this.#held.has(u) && !((byMint.get(u)?.value.expires_at ?? 0) > now), now) });
       this.#nextExpiry = Infinity;
       // And right after another engine's heartbeat expires (a beat can outlive its engine's leases by a tick): a unit
       // whose lease expired is not taken while its engine still counts as alive (the fair share).
@@ -361,6 +366,7 @@ export class LeaseManager {
       rev = revision === null ? await store.create(key, value) : await store.update(key, value, revision);
     } catch (e) {
       if (!(e instanceof LeaseConflictError)) throw e;
+      this.#stats.conflicts++;
       this.#planAgain = true; // another engine was faster
       return;
     }
