@@ -1,4 +1,5 @@
 import type { LogFn } from "./engine-link.ts";
+import { Heartbeat } from "./lease-heartbeat.ts";
 import { FreeUnits, planLeases } from "./lease-plan.ts";
 import type { LeaseManagerOptions } from "./lease-options.ts";
 import { LEASE_KEYS, LEASE_MARGIN_MS, LEASE_TTL_MS, LeaseConflictError, type LeaseRecord } from "./lease-store.ts";
@@ -79,12 +80,9 @@ export class LeaseManager {
   #renewing: Promise<void> | null = null;
   /** Units whose renewal (with its retries) is in flight: the next tick leaves them alone. */
   readonly #renewals = new Map<string, Promise<void>>();
-  #beat: Promise<void> | null = null;
-  #lastBeat = -Infinity;
+  readonly #heartbeat: Heartbeat;
   #planning: Promise<void> | null = null;
   #stopped = false;
-  /** The heartbeat failed: sent again at the next tick, not a period later. */
-  #renewSoon = false;
   /** The planning failed: run again soon, not after a period. */
   #planSoon = false;
   /** An acquisition lost to another engine's write: plan again at the next tick (free units may be left). */
@@ -107,6 +105,7 @@ export class LeaseManager {
       throw new RangeError("lease timing must satisfy 0 < renewEveryMs < fenceAfterMs < ttlMs");
     }
     this.#log = options.log ?? (() => {});
+    this.#heartbeat = new Heartbeat(options.store, options.self, this.#ttl, this.#log);
     this.#prefix = options.keyPrefix ?? "asset.";
   }
 
@@ -198,8 +197,7 @@ export class LeaseManager {
    */
   #renewDue(all = false): Promise<void> {
     if (this.#stopped) return Promise.resolve();
-    const { store, self, clock } = this.#o;
-    const now = clock.now();
+    const now = this.#o.clock.now();
     const free = [...this.#held].filter(([unit, held]) => !this.#renewals.has(unit) && held.releasing !== true);
     // Due: renewed a period ago (half a tick of slack for a timer that fires early). When some unit is due, the ones
     // past half their period are renewed with it, once: units acquired at other instants fall into step, and the
@@ -214,22 +212,8 @@ export class LeaseManager {
       this.#renewals.set(unit, renewal);
       started.push(renewal);
     }
-    // After a failure the heartbeat is tried again at the next tick.
-    if (this.#beat === null && (any || this.#renewSoon || this.#lastBeat <= dueAt)) {
-      this.#renewSoon = false;
-      this.#lastBeat = now;
-      this.#beat = store
-        .put(LEASE_KEYS.engine(self), { owner: self, expires_at: now + this.#ttl })
-        .then(
-          () => {},
-          (e: unknown) => {
-            this.#renewSoon = true;
-            this.#log("warn", "engine heartbeat failed", { error: e instanceof Error ? e.message : String(e) });
-          },
-        )
-        .finally(() => (this.#beat = null));
-      started.push(this.#beat);
-    }
+    const beat = this.#heartbeat.beat(now, any, dueAt);
+    if (beat !== null) started.push(beat);
     return Promise.allSettled(started).then(() => {});
   }
 
@@ -430,9 +414,9 @@ export class LeaseManager {
     if (this.#stopped) return;
     this.#stopped = true;
     this.#clearTimers();
-    await Promise.allSettled([this.#renewing, this.#planning, this.#beat, ...this.#renewals.values()]);
+    await Promise.allSettled([this.#renewing, this.#planning, this.#heartbeat.inFlight, ...this.#renewals.values()]);
     await Promise.all([...this.#held.keys()].map((mint) => this.#release(mint)));
-    await this.#o.store.purge(LEASE_KEYS.engine(this.#o.self)).catch(() => {});
+    await this.#heartbeat.remove();
   }
 
   /** Stops the rounds and the fencing timers without touching the store (a crash, in tests). */
