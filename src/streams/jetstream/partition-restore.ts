@@ -55,9 +55,9 @@ interface Started {
 
 /**
  * Starts the actors of the assets a partition acquired: each asset's state is read like a start-up recovery (KV
- * snapshot, or a newer acknowledged transition, or the store), the actor resumes at that state's own instant, is fed
- * the samples it missed (from the scenario, the shared intake's history, or those this engine received since that
- * instant: `RecentSamples`), then re-armed at the engine clock's now. The sequence of the asset's last transition,
+ * snapshot, or a newer acknowledged transition, or the store), the actor starts at that state, is fed the samples it
+ * missed (from the scenario, the shared intake's history, or those this engine received since the state's instant:
+ * `RecentSamples`), then resumed once at the engine clock's now. The sequence of the asset's last transition,
  * read with its state, is the fencing token of its publishes (`EngineLink.fence`).
  */
 export class AcquiredAssets {
