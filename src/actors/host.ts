@@ -216,8 +216,8 @@ export class ActorHost {
 
   /**
    * Replaces one asset's engine state and resumes its actor (see `restore`) at `now` (default the clock's now); a
-   * released asset runs again. Resuming at the state's own instant and then feeding the samples it missed replays
-   * them in order (a scale-out catch-up); a later `restoreAsset` at the clock's now re-arms the dwell timer.
+   * released asset runs again. A scale-out catch-up starts the actor with `activateAsset(key, state)` instead, feeds
+   * it the samples it missed and resumes it once (`resumeAsset`).
    */
   restoreAsset(key: string, state: AssetState, now: EpochMs = this.#clock.now()): void {
     resume(this.#start(key, state), state, now);
