@@ -67,7 +67,7 @@ export interface ClusterRun {
 }
 
 /** What limits the figures and what is left, as measured (see docs/scaling.md). */
-const LIMITS = `**Runs of 2026-11-27 15:36-16:11 (the session after), at 10,000 assets, one sample every 10 s, nothing else
+const LIMITS = `**Runs of 2026-11-27 15:36-16:40 (the session after), at 10,000 assets, one sample every 10 s, nothing else
 running**, \`BENCH_ASSETS=10000 BENCH_WRITE_DOC=0 npm run bench:cluster\` (runs 13 and 19 with \`BENCH_CPU_PROF_DIR\`);
 each survivor's first and last partition restored, in seconds after the kill, and its partitions:
 
@@ -82,7 +82,8 @@ each survivor's first and last partition restored, in seconds after the kill, an
 | 19 | as 18, under \`--cpu-prof\` | 3,020 ms (3,400; 3,256) | 2.15 / 3.02 (12) | 1.94 / 2.76 (10) | 0 / 0 / 0 / 0 of 292 |
 | 20 | + free leases split among the live engines | 2,932 ms (3,387; 3,387) | 2.01 / 2.55 (10) | 2.29 / 2.93 (12) | 0 / 0 / 0 / 0 of 292 |
 | 21 | as 20 | 4,319 ms (3,512; 5,466) | 2.91 / 4.32 (12) | 2.34 / 3.60 (10) | 0 / 0 / 0 / 0 of 554 |
-| 22 | as 20 (the section above) | **2,498 ms** (3,560; 1,790) | 1.95 / 2.26 (10) | 1.96 / 2.50 (12) | 0 / 0 / 0 / 0 of 291 |
+| 22 | as 20 | **2,498 ms** (3,560; 1,790) | 1.95 / 2.26 (10) | 1.96 / 2.50 (12) | 0 / 0 / 0 / 0 of 291 |
+| 23 | as 20 (the section above) | 3,815 ms (3,396; 3,227) | 2.31 / 3.05 (10) | 3.32 / 3.82 (12), the intake's new engine: a 0.87 s stall | 0 / 0 / 0 / 0 of 291 |
 
 - **Where a take-over's time went** (the new fields of "partition taken over": \`read_ms\`, \`history_ms\`,
   \`queued_ms\`, and run 13's profile). Run 14: the leases were taken 1.82-1.88 s after the kill, then reading the
@@ -100,11 +101,12 @@ each survivor's first and last partition restored, in seconds after the kill, an
   three of one survivor's, at 2.38 s instead of 1.70 s). The free leases are now split among the live engines the
   same way by each of them (\`planLeases\`, rendezvous hashing): every lease of a survivor is taken in one round, at
   1.7-1.9 s after the kill (the 2 s TTL after the last renewal, sent 0-0.5 s before the kill, plus one listing).
-- **Kill -> restored is 2.5-4.6 s** (runs 15-22, median 3.04 s; 3.5-3.7 s in runs 12-14). **The < 3 s target is met in
-  3 of these 8 runs, not reliably.** The slow runs are those where the kill fell just before a tick: the new intake
-  (the killed engine was the intake in every run) publishes the missed tick while the survivors restore, so each moved
-  asset has two gap samples to evaluate (runs 18 and 21: 5,466-6,276) and the survivors' starts queue behind each
-  other for up to 1.5 s of CPU (\`queued_ms\`); run 21's survivor A also stalled 0.7 s ("event loop blocked"). What is
+- **Kill -> restored is 2.5-4.6 s** (runs 15-23, median 3.06 s; 3.5-3.7 s in runs 12-14). **The < 3 s target is met in
+  3 of these 9 runs, not reliably.** The killed engine was the intake in every run, and a survivor takes the intake
+  over while it restores: a new market model and a tick of 10,000 samples on the same event loop (run 23: that
+  survivor stalled 0.87 s, its reads took 0.7-1.4 s, it finished 0.8 s after the other). When the kill fell just before
+  a tick, the new intake also publishes the missed tick meanwhile, so each moved asset has two gap samples to evaluate
+  (runs 18 and 21: 5,466-6,276) and the starts queue behind each other for up to 1.5 s of CPU (\`queued_ms\`). What is
   left: the lease expiry (1.7-1.9 s of the total: a shorter TTL or margin trades against the engines' stalls on this
   2-core machine and the netsplit guarantee, not changed here), and the starts' CPU (about 0.3 ms per asset, most of it
   XState and the state publish of each gap sample).
