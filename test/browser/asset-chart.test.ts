@@ -263,6 +263,9 @@ describe("the asset chart and the overview's marks in chromium", () => {
     const zoomTo = new Date(T0 + 1_000_000).toISOString();
     await asset.goto(`${base}/asset.html?symbol=USDC&from=${zoomFrom}&to=${zoomTo}`);
     await asset.waitForSelector('[data-chart="discount-history"][data-bucket="raw"][data-rows]', { timeout: 20_000 });
+    // The UNKNOWN period's reason comes from its transition's receipt, read after the rows are drawn (shaded "UNKNOWN"
+    // until then): the chart is read once it is there (CI of f976c87 read it first, 1 run in many).
+    await asset.waitForSelector('[data-chart="discount-history"][data-bucket="raw"] g.unknown-period[data-reason="oracle_confidence"]', { timeout: 15_000 });
     view = await readChart(asset);
     expect(view.rows).toBeGreaterThan(100);
     expect(view.coordinates).toBe(view.rows);
