@@ -7,6 +7,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SimulatedClock } from "../../src/clock.ts";
+import { FreeUnits } from "../../src/streams/jetstream/lease-plan.ts";
 import { LEASE_KEYS, LEASE_MARGIN_MS, LeaseManager, planLeases, type LeaseRecord } from "../../src/streams/jetstream/leases.ts";
 import { FakeLeaseBucket, FakeLink } from "./lease-fake-store.ts";
 
@@ -70,13 +71,22 @@ describe("planLeases", () => {
     );
   });
 
+  it("counts a unit overdue once it has been free in every listing for the period, and afresh after it was taken", () => {
+    const free = new FreeUnits(1_000);
+    expect([...free.overdue(["a", "b"], 0)]).toEqual([]);
+    expect([...free.overdue(["a", "b"], 999)]).toEqual([]);
+    expect([...free.overdue(["a"], 1_000)]).toEqual(["a"]); // b was taken
+    expect([...free.overdue(["a", "b"], 1_500)]).toEqual(["a"]); // b free again: counted from 1,500
+    expect([...free.overdue(["a", "b"], 2_500)]).toEqual(["a", "b"]);
+  });
+
   it("takes a free unit split to another engine once it is overdue (that engine is not taking it)", () => {
     const assets = ["a", "b", "c", "d"];
     const view = { self: "me", now: 1_000, assets, leases: new Map(), engines: 2, held: new Set(["a"]), others: ["other"] };
     const split = planLeases(view).acquire.map((a) => a.mint);
     expect(split.length).toBeLessThanOrEqual(1);
     const notMine = assets.filter((u) => u !== "a" && !split.includes(u));
-    const overdue = planLeases({ ...view, overdue: new Set(notMine) }).acquire.map((a) => a.mint);
+    const overdue = planLeases({ ...view, overdue: () => new Set(notMine) }).acquire.map((a) => a.mint);
     expect(overdue).toHaveLength(1);
     expect(notMine).toContain(overdue[0]);
   });

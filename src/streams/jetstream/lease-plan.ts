@@ -17,8 +17,11 @@ export interface LeaseView {
    * them splits them (`split`); absent, this engine takes free units in its own order, as far as its share goes.
    */
   readonly others?: readonly string[];
-  /** Free units left untaken for a while (an engine they were split to is not taking them): anyone short takes them. */
-  readonly overdue?: ReadonlySet<string>;
+  /**
+   * Of this round's free units (absent or expired, not this engine's), those left untaken for a while (an engine they
+   * were split to is not taking them): anyone short takes them. Called once per round (`FreeUnits.overdue`).
+   */
+  readonly overdue?: (free: readonly string[]) => ReadonlySet<string>;
 }
 
 export interface LeasePlan {
@@ -42,10 +45,6 @@ function spread(self: string, mint: string): number {
 export function planLeases(view: LeaseView): LeasePlan {
   const target = Math.ceil(view.assets.length / Math.max(1, view.engines));
   const held = view.assets.filter((m) => view.held.has(m));
-  if (held.length > target) {
-    const order = [...held].sort((a, b) => spread(view.self, b) - spread(view.self, a));
-    return { acquire: [], release: order.slice(0, held.length - target) };
-  }
   const free = view.assets
     .filter((m) => !view.held.has(m))
     .flatMap((mint): { mint: string; revision: number | null }[] => {
@@ -55,11 +54,16 @@ export function planLeases(view: LeaseView): LeasePlan {
       return [];
     })
     .sort((a, b) => spread(view.self, a.mint) - spread(view.self, b.mint));
+  // Every round, releasing or not: how long a unit has been free is counted across consecutive listings.
+  const overdue = view.overdue?.(free.map((f) => f.mint)) ?? new Set<string>();
+  if (held.length > target) {
+    const order = [...held].sort((a, b) => spread(view.self, b) - spread(view.self, a));
+    return { acquire: [], release: order.slice(0, held.length - target) };
+  }
   const need = target - held.length;
-  if (view.others === undefined || need <= 0) return { acquire: free.slice(0, Math.max(0, need)), release: [] };
-  const overdue = free.filter((f) => view.overdue?.has(f.mint) === true);
-  const mine = split(view, target, free.filter((f) => view.overdue?.has(f.mint) !== true).map((f) => f.mint));
-  return { acquire: [...overdue, ...free.filter((f) => mine.has(f.mint))].slice(0, need), release: [] };
+  if (view.others === undefined || need === 0) return { acquire: free.slice(0, need), release: [] };
+  const mine = split(view, target, need, free.filter((f) => !overdue.has(f.mint)).map((f) => f.mint));
+  return { acquire: [...free.filter((f) => overdue.has(f.mint)), ...free.filter((f) => mine.has(f.mint))].slice(0, need), release: [] };
 }
 
 /**
@@ -70,11 +74,11 @@ export function planLeases(view: LeaseView): LeasePlan {
  * same ones, half the writes lost to the other's, and those units waited for the next rounds (0.3-0.7 s more under
  * load, bench:cluster). A split seen differently (a listing that changed in between) costs a lost write, as before.
  */
-function split(view: LeaseView, target: number, free: readonly string[]): ReadonlySet<string> {
+function split(view: LeaseView, target: number, need: number, free: readonly string[]): ReadonlySet<string> {
   const engines = [...new Set([view.self, ...(view.others ?? [])])].sort();
   const short = new Map<string, number>();
   for (const e of engines) short.set(e, target);
-  short.set(view.self, target - view.assets.filter((m) => view.held.has(m)).length);
+  short.set(view.self, need);
   const assets = new Set(view.assets);
   for (const [mint, r] of view.leases) {
     const owner = r.value.owner;
@@ -94,26 +98,20 @@ function split(view: LeaseView, target: number, free: readonly string[]): Readon
 }
 
 /**
- * Since when each unit has been free (absent or expired, and not this engine's) in an engine's listings: a unit free
- * in every listing of the last `overdueMs` is overdue (`LeaseView.overdue`): the engine it was split to is not taking
- * it (stalled, or its heartbeat outlived it), so whoever is short takes it.
+ * Since when each unit has been free in an engine's listings: a unit free in every listing of the last `overdueMs` is
+ * overdue (`LeaseView.overdue`): the engine it was split to is not taking it (stalled, or its heartbeat outlived it),
+ * so whoever is short takes it.
  */
 export class FreeUnits {
-  readonly #since = new Map<string, number>();
+  #since = new Map<string, number>();
 
   constructor(readonly overdueMs: number) {}
 
-  overdue(units: readonly string[], free: (unit: string) => boolean, now: number): ReadonlySet<string> {
-    const out = new Set<string>();
-    for (const unit of units) {
-      if (!free(unit)) {
-        this.#since.delete(unit);
-        continue;
-      }
-      const since = this.#since.get(unit) ?? now;
-      this.#since.set(unit, since);
-      if (now - since >= this.overdueMs) out.add(unit);
-    }
-    return out;
+  /** Given one listing's free units at `now`: those free since `overdueMs` ago; the others are forgotten. */
+  overdue(free: readonly string[], now: number): ReadonlySet<string> {
+    const since = new Map<string, number>();
+    for (const unit of free) since.set(unit, this.#since.get(unit) ?? now);
+    this.#since = since;
+    return new Set(free.filter((unit) => now - since.get(unit)! >= this.overdueMs));
   }
 }

@@ -243,7 +243,7 @@ export class LeaseManager {
       // Our own leases as the store shows them must match what we hold; anything else is someone else's.
       const others: string[] = [];
       for (const [key, r] of engines) if (key !== LEASE_KEYS.engine(self) && r.value.expires_at > now) others.push(r.value.owner);
-      const plan = planLeases({ self, now, assets: this.#o.assets, leases: byMint, engines: others.length + 1, held: this.held, others, overdue: this.#free.overdue(this.#o.assets, (u) => !this.#held.has(u) && !((byMint.get(u)?.value.expires_at ?? 0) > now), now) });
+      const plan = planLeases({ self, now, assets: this.#o.assets, leases: byMint, engines: others.length + 1, held: this.held, others, overdue: (free) => this.#free.overdue(free, now) });
       this.#nextExpiry = Infinity;
       // And right after another engine's heartbeat expires (a beat can outlive its engine's leases by a tick): a unit
       // whose lease expired is not taken while its engine still counts as alive (the fair share).
