@@ -7,7 +7,8 @@ import { startTcpProxyProcess, type TcpProxyProcess } from "./scale/tcp-proxy.ts
 describe("what the scale-out tests and bench:cluster take from deploy/", () => {
   it("run each role with its systemd unit's node flags, the same as npm start's", () => {
     const start = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: Record<string, string> }).scripts["start"]!;
-    const startFlags = start.split(/\s+/).slice(1, start.split(/\s+/).indexOf("--import"));
+    const words = start.split(/\s+/);
+    const startFlags = words.slice(1, words.indexOf("--import"));
     for (const role of ["engine", "api"] as const) {
       expect(deployedNodeArgs(role)).toEqual(startFlags);
       expect(deployedNodeArgs(role)).toContain("--max-semi-space-size=64");

@@ -172,10 +172,10 @@ export class AcquiredAssets {
 
   /**
    * Feeds a just-started actor the samples it missed, `after` < ts, at the instants they were (or would have been)
-   * evaluated at, then re-arms its dwell timer from `now` (committing a deadline that passed after the last of them).
-   * Returns how many were fed.
+   * evaluated at, then resumes it from `now` (committing a deadline that passed after the last of them, arming the
+   * next): always when it was started from a state (`fromState`), else once something was fed. Returns how many were fed.
    */
-  #catchUp(asset: HostAsset, after: EpochMs, now: EpochMs, restoredEarlier: boolean, samples: readonly ReceivedSample[]): number {
+  #catchUp(asset: HostAsset, after: EpochMs, now: EpochMs, fromState: boolean, samples: readonly ReceivedSample[]): number {
     const o = this.#o;
     let last = after;
     // Shared intake: `after` is the stamp of the last sample applied (`Read.appliedTs`), and a stamp at or before the
@@ -192,7 +192,7 @@ export class AcquiredAssets {
     if (o.samplesOf !== undefined || o.intake !== undefined) this.fedUntil.set(asset.symbol, o.samplesOf !== undefined ? Math.max(last, now) : last);
     // Re-armed at now, or at the last sample's instant when this engine's clock is behind it (a shared intake's
     // engine still evaluating a backlog): a dwell deadline before it has already fired in the step of that sample.
-    if ((fed > 0 || restoredEarlier) && o.host.runs(asset.mint)) o.host.resumeAsset(asset.mint, lastAt);
+    if ((fed > 0 || fromState) && o.host.runs(asset.mint)) o.host.resumeAsset(asset.mint, lastAt);
     return fed;
   }
 
