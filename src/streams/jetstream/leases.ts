@@ -1,6 +1,7 @@
 import type { LogFn } from "./engine-link.ts";
 import { Heartbeat } from "./lease-heartbeat.ts";
-import { FreeUnits, planLeases } from "./lease-plan.ts";
+import { Foresight, FreeUnits, planLeases } from "./lease-plan.ts";
+import { renewLease, type HeldLease, type RenewalContext } from "./lease-renewal.ts";
 import type { LeaseManagerOptions } from "./lease-options.ts";
 import { LEASE_KEYS, LEASE_MARGIN_MS, LEASE_TTL_MS, LeaseConflictError, type LeaseRecord } from "./lease-store.ts";
 
@@ -37,25 +38,13 @@ export {
  * Clocks of the engines must agree within `ttlMs - fenceAfterMs` (NTP).
  */
 
-/** A renewal waits this long for its answer at most, then tries again (while its fencing deadline allows). */
-const RENEW_TIMEOUT_MS = 750;
-/** A renewal is not sent with less time than this before its fencing deadline (it could not be answered in time). */
-const RENEW_MIN_TIMEOUT_MS = 150;
-/** Between a failed renewal and the next try. */
-const RENEW_RETRY_PAUSE_MS = 50;
-
 /** How long after a foreign lease's `expires_at` the next planning round runs (the expiry itself must have passed). */
 const EXPIRY_SLACK_MS = 20;
 /** A free unit the engine it was split to has not taken for this long is taken by whoever is short (`planLeases`). */
 const OVERDUE_MS = 1_000;
 
-interface Held {
-  revision: number;
-  /** When the write that produced `revision` was sent: the lease is valid until sentAt + ttl. */
-  sentAt: number;
+interface Held extends HeldLease {
   fence: unknown;
-  /** Being handed back: not renewed any more (a renewal racing the delete would keep the key alive). */
-  releasing?: boolean;
 }
 
 /**
@@ -93,6 +82,10 @@ export class LeaseManager {
   readonly #free = new FreeUnits(OVERDUE_MS);
   /** The earliest `expires_at` of a lease another engine holds, as last listed: a failover starts right after it. */
   #nextExpiry = Infinity;
+  /** What a silent engine's expiry will bring this engine, read ahead meanwhile (`LeaseHandlers.foresee`). */
+  readonly #foresight: Foresight;
+  /** What a unit's renewal needs (`renewLease`). */
+  readonly #renewal: RenewalContext;
   #stats = { acquired: 0, released: 0, lost: 0, fenced: 0, rounds: 0, failedRounds: 0, conflicts: 0 };
 
   constructor(options: LeaseManagerOptions) {
@@ -106,6 +99,11 @@ export class LeaseManager {
     }
     this.#log = options.log ?? (() => {});
     this.#heartbeat = new Heartbeat(options.store, options.self, this.#ttl, this.#log);
+    // Silent: no heartbeat since a fencing period. Its engine has stopped its units, alive or not, and they expire
+    // `ttl - fenceAfter` later (unless a renewal sent before the deadline lands late). Two periods, the first version,
+    // read ahead for engines only slowed down by a cold start under load, slowing the others in turn (bench:cluster).
+    this.#foresight = new Foresight(this.#fenceAfter, this.#ttl);
+    this.#renewal = { store: options.store, clock: options.clock, self: options.self, ttl: this.#ttl, fenceAfter: this.#fenceAfter, log: this.#log, stopped: () => this.#stopped };
     this.#prefix = options.keyPrefix ?? "asset.";
   }
 
@@ -161,7 +159,8 @@ export class LeaseManager {
     const planLoop = () => {
       if (this.#stopped) return;
       // A lease that is not renewed (its engine died) is taken as soon as it expires, not up to a period later.
-      const untilExpiry = this.#nextExpiry - this.#o.clock.now() + EXPIRY_SLACK_MS;
+      // So is a silent engine's future: its restore's reads start right away (`#runPlan`).
+      const untilExpiry = Math.min(this.#nextExpiry, this.#foresight.nextSilence) - this.#o.clock.now() + EXPIRY_SLACK_MS;
       const period = this.#planAgain ? this.#tick : this.#planSoon ? Math.min(500, this.#every) : this.#every;
       this.#planTimer = this.#o.clock.setTimeout(() => void this.#plan().finally(planLoop), Math.max(EXPIRY_SLACK_MS, Math.min(period, untilExpiry)));
     };
@@ -243,7 +242,10 @@ export class LeaseManager {
       // Our own leases as the store shows them must match what we hold; anything else is someone else's.
       const others: string[] = [];
       for (const [key, r] of engines) if (key !== LEASE_KEYS.engine(self) && r.value.expires_at > now) others.push(r.value.owner);
-      const plan = planLeases({ self, now, assets: this.#o.assets, leases: byMint, engines: others.length + 1, held: this.held, others, overdue: (free) => this.#free.overdue(free, now) });
+      const view = { self, now, assets: this.#o.assets, leases: byMint, engines: others.length + 1, held: this.held, others };
+      const plan = planLeases({ ...view, overdue: (free) => this.#free.overdue(free, now) });
+      const foreseen = this.#foresight.round(view, [...engines.values()].map((r) => r.value));
+      if (foreseen.length > 0) this.#o.handlers.foresee?.(foreseen);
       this.#nextExpiry = Infinity;
       // And right after another engine's heartbeat expires (a beat can outlive its engine's leases by a tick): a unit
       // whose lease expired is not taken while its engine still counts as alive (the fair share).
@@ -290,49 +292,16 @@ export class LeaseManager {
   }
 
   async #renew(mint: string): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      const held = this.#held.get(mint);
-      if (held === undefined || held.releasing === true) return;
-      const sentAt = this.#o.clock.now();
-      // Only an answer before the fencing deadline keeps the asset: wait no longer than that, and try again at once
-      // after a failure (a request lost with a connection to a dead nats-server, a slow answer under load) instead of
-      // a period later, when the deadline has passed (issue 26: one unanswered renewal used to stop the partition).
-      const left = held.sentAt + this.#fenceAfter - sentAt;
-      if (attempt > 1 && left < RENEW_MIN_TIMEOUT_MS) return;
-      // Half of what is left, so an unanswered try leaves time for another.
-      const timeout = Math.max(RENEW_MIN_TIMEOUT_MS, Math.min(RENEW_TIMEOUT_MS, left / 2));
-      try {
-        const revision = await this.#o.store.update(this.#key(mint), { owner: this.#o.self, expires_at: sentAt + this.#ttl }, held.revision, timeout);
-        if (this.#held.get(mint) !== held) return; // fenced meanwhile: the actor is stopped; the lease expires on its own
-        held.revision = revision;
-        held.sentAt = sentAt;
-        this.#armFence(mint, held);
-        return;
-      } catch (e) {
-        if (!(e instanceof LeaseConflictError)) {
-          this.#log("warn", "lease renewal failed", { mint, attempt, error: e instanceof Error ? e.message : String(e) });
-          if (this.#stopped || this.#held.get(mint) !== held) return;
-          // Unknown outcome: keep trying until the fencing deadline (a short pause: a refusal can come at once).
-          await new Promise<void>((r) => this.#o.clock.setTimeout(r, RENEW_RETRY_PAUSE_MS));
-          continue;
-        }
-        if (this.#held.get(mint) !== held) return;
-        // A renewal whose reply was lost may have landed: the key then still names us, at a newer revision.
-        const current = await this.#o.store.get(this.#key(mint)).catch(() => null);
-        if (this.#held.get(mint) !== held) return;
-        if (current !== null && current.value.owner === this.#o.self && current.value.expires_at > this.#o.clock.now()) {
-          held.revision = current.revision;
-          held.sentAt = current.value.expires_at - this.#ttl;
-          this.#armFence(mint, held);
-          return;
-        }
-        this.#drop(mint, held);
-        this.#stats.lost++;
-        this.#log("warn", "lease lost: another engine took the asset", { mint });
-        this.#o.handlers.lost(mint, "taken");
-        return;
-      }
-    }
+    const held = this.#held.get(mint);
+    if (held === undefined) return;
+    const outcome = await renewLease(this.#renewal, this.#key(mint), mint, held, () => this.#held.get(mint));
+    if (this.#held.get(mint) !== held) return;
+    if (outcome === "renewed") this.#armFence(mint, held);
+    if (outcome !== "taken") return;
+    this.#drop(mint, held);
+    this.#stats.lost++;
+    this.#log("warn", "lease lost: another engine took the asset", { mint });
+    this.#o.handlers.lost(mint, "taken");
   }
 
   #drop(mint: string, held: Held): void {
@@ -359,16 +328,16 @@ export class LeaseManager {
     this.#held.set(mint, held);
     this.#armFence(mint, held);
     this.#stats.acquired++;
-    this.#start(mint);
+    this.#start(mint, this.#foresight.taken(mint, revision));
   }
 
   /**
    * Runs `handlers.acquired` for a unit just held, after the unit's previous start if one still runs (its term ended:
    * it starts nothing, `term`); on failure hands the lease back so another engine (or a later round) tries.
    */
-  #start(unit: string): void {
+  #start(unit: string, foreseen = false): void {
     const previous = this.#starting.get(unit) ?? Promise.resolve();
-    const started: Promise<void> = previous.then(() => this.#o.handlers.acquired(unit)).then(
+    const started: Promise<void> = previous.then(() => this.#o.handlers.acquired(unit, foreseen)).then(
       () => void (this.#starting.get(unit) === started && this.#starting.delete(unit)),
       async (e: unknown) => {
         if (this.#starting.get(unit) === started) this.#starting.delete(unit);
