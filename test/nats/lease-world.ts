@@ -1,7 +1,7 @@
 /**
  * A simulated deployment of lease managers (`LeaseManager`) on the fake CAS bucket (lease-fake-store.ts): engines
  * spawned, killed and cut off on one simulated clock, who runs which unit at every instant (a unit run by two engines
- * at once is a violation), and what each engine was told: its acquisitions and what it foresaw (`foresee`).
+ * at once is a violation).
  */
 import { SimulatedClock } from "../../src/clock.ts";
 import { LeaseManager } from "../../src/streams/jetstream/leases.ts";
@@ -26,10 +26,6 @@ export class World {
   /** mint -> engines whose actor for it is running. */
   readonly running = new Map<string, Set<string>>();
   readonly violations: string[] = [];
-  /** Every acquisition, in order: by whom, when, and whether it was taken as foreseen. */
-  readonly acquisitions: { readonly id: string; readonly unit: string; readonly at: number; readonly foreseen: boolean }[] = [];
-  /** Every unit an engine was told it would likely take (`foresee`), and when. */
-  readonly foresights: { readonly id: string; readonly unit: string; readonly at: number }[] = [];
   #n = 0;
 
   constructor(
@@ -54,8 +50,7 @@ export class World {
       clock: this.clock,
       ...this.timings,
       handlers: {
-        acquired: async (mint, foreseen) => {
-          this.acquisitions.push({ id, unit: mint, at: this.clock.now(), foreseen });
+        acquired: async (mint) => {
           const s = run(mint);
           const others = [...s].filter((o) => o !== id);
           if (others.length > 0) this.violations.push(`${mint}: ${id} started while ${others.join(",")} ran it at ${this.clock.now()}`);
@@ -64,9 +59,6 @@ export class World {
         },
         lost: (mint) => {
           run(mint).delete(id);
-        },
-        foresee: (units) => {
-          for (const unit of units) this.foresights.push({ id, unit, at: this.clock.now() });
         },
         release: async (mint) => {
           await this.sleep(this.rand() * 500); // drain and flush

@@ -157,35 +157,6 @@ describe("RestoreReads", () => {
     expect(again.recovered!.state.last!.ts).toBe(T0 + 2_000);
   });
 
-  it("a read ahead is what an acquisition taken as foreseen gets; any other acquisition reads again", async () => {
-    const reads = new RestoreReads({ topology, log: () => {}, passTransitions: true });
-    const ahead = assets.slice(0, 4);
-    const first = reads.readAhead(ahead);
-    expect(first.started).toBe(4);
-    expect(reads.readAhead(ahead).started).toBe(0); // read ahead already: not again
-    await first.settled;
-    const before = await Promise.all(ahead.map((_, i) => perAsset(i)));
-    // Written after the read ahead: a later state of every one of them.
-    const js = jetstream(nc);
-    const later = before.map((b) => ({ ...b.recovered!.state, evaluatedAt: b.recovered!.state.evaluatedAt! + 60_000 }));
-    for (let i = 0; i < 4; i++) await js.publish(subjects.actorSnapshot(ahead[i]!.mint), JSON.stringify(assetStateToJSON(later[i]!)));
-    try {
-      const batches = reads.stats.batches;
-      // Taken as foreseen: the state read ahead, with no read now.
-      const early = await reads.read(ahead[0]!, false, true);
-      expect(early).toEqual({ ...before[0], early: true });
-      expect(reads.stats.batches).toBe(batches);
-      // Not as foreseen (the lease was written since): the read ahead is dropped and the state read again.
-      expect((await reads.read(ahead[1]!, false, false)).recovered!.state.evaluatedAt).toBe(later[1]!.evaluatedAt);
-      expect((await reads.read(ahead[1]!, false, true)).recovered!.state.evaluatedAt).toBe(later[1]!.evaluatedAt);
-      // A rejected fencing token reads the stream again, read ahead or not.
-      expect((await reads.read(ahead[2]!, true, true)).early).toBeUndefined();
-      expect(reads.aheadStats).toEqual({ started: 4, used: 1 });
-    } finally {
-      for (let i = 0; i < 4; i++) await js.publish(subjects.actorSnapshot(ahead[i]!.mint), JSON.stringify(assetStateToJSON(before[i]!.recovered!.state)));
-    }
-  });
-
   it("reads asset by asset when the transitions stream has over 4 subjects per asset of the batch (a pass would read them all)", async () => {
     // Other assets' transitions (not in the catalogue read here): over 4 subjects per asset of the batch.
     const js = jetstream(nc);

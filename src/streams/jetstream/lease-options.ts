@@ -7,15 +7,9 @@ import type { LeaseStore } from "./lease-store.ts";
 export interface LeaseHandlers {
   /**
    * The lease is ours: restore the actor (from its KV snapshot) and start feeding it. The lease can be lost while this
-   * runs (`lost` is called meanwhile): check `LeaseManager.held` before starting the actor. `foreseen`: taken at the
-   * revision `foresee` was told about (nobody wrote the lease since): what was read ahead for it may be used.
+   * runs (`lost` is called meanwhile): check `LeaseManager.held` before starting the actor.
    */
-  acquired(mint: string, foreseen: boolean): Promise<void>;
-  /**
-   * Units whose engine has not renewed them since its fencing deadline, and which this engine will take when their
-   * leases expire (`foreseeTakeover`): their states may be read ahead. Nothing may start: the leases are not ours.
-   */
-  foresee?(units: readonly string[]): void;
+  acquired(mint: string): Promise<void>;
   /** The lease is lost or about to expire: stop the actor now, publish and write nothing more for it. Synchronous. */
   lost(mint: string, why: "taken" | "fenced"): void;
   /** A graceful hand-back: stop the actor, wait for its transitions to be acked, flush its snapshot. */

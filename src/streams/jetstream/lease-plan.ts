@@ -1,4 +1,4 @@
-import type { LeaseRecord, LeaseValue } from "./lease-store.ts";
+import type { LeaseRecord } from "./lease-store.ts";
 
 /** What one engine sees and holds at one instant: the input of `planLeases`. */
 export interface LeaseView {
@@ -113,71 +113,5 @@ export class FreeUnits {
     for (const unit of free) since.set(unit, this.#since.get(unit) ?? now);
     this.#since = since;
     return new Set(free.filter((unit) => now - since.get(unit)! >= this.overdueMs));
-  }
-}
-
-/**
- * The units this engine will take once the leases of `silent` engines expire: what `planLeases` will decide then, with
- * their leases expired and their heartbeats gone, of the units they hold now. An engine silent past its fencing
- * deadline has stopped its units (or died); its leases cannot be taken before they expire, but what their restore will
- * read can be read meanwhile (`LeaseHandlers.foresee`).
- */
-export function foreseeTakeover(view: LeaseView, silent: ReadonlySet<string>): string[] {
-  const theirs = new Set<string>();
-  const leases = new Map(view.leases);
-  for (const [unit, r] of view.leases) {
-    if (!silent.has(r.value.owner) || r.value.owner === view.self || r.value.expires_at <= view.now) continue;
-    theirs.add(unit);
-    leases.set(unit, { ...r, value: { ...r.value, expires_at: view.now } });
-  }
-  if (theirs.size === 0) return [];
-  const others = view.others?.filter((e) => !silent.has(e));
-  const engines = others === undefined ? Math.max(1, view.engines - silent.size) : others.length + 1;
-  const plan = planLeases({ self: view.self, now: view.now, assets: view.assets, leases, engines, held: view.held, ...(others === undefined ? {} : { others }) });
-  return plan.acquire.map((a) => a.mint).filter((u) => theirs.has(u));
-}
-
-/**
- * An engine's `foreseeTakeover` across its rounds: which units it was told to read ahead, at which revision of their
- * lease, and when the next engine listed alive falls silent (`quietMs` after its last heartbeat, which is sent with its
- * renewals). A unit is taken "as foreseen" only at the revision it was foreseen at: nobody wrote its
- * lease since (its engine did not renew it, nor hand it back), so what was read ahead is what the restore would read,
- * but for what the engine wrote before its fencing deadline, which the fencing tokens catch (partition.ts).
- */
-export class Foresight {
-  readonly #told = new Map<string, number>();
-  /** When the next engine listed alive falls silent: the planning round to run then. */
-  nextSilence = Infinity;
-
-  constructor(
-    readonly quietMs: number,
-    readonly ttlMs: number,
-  ) {}
-
-  /** Given one round's view and heartbeats: the units newly foreseen. */
-  round(view: LeaseView, beats: Iterable<LeaseValue>): string[] {
-    const silent = new Set<string>();
-    this.nextSilence = Infinity;
-    for (const b of beats) {
-      if (b.owner === view.self || b.expires_at <= view.now) continue;
-      const silentAt = b.expires_at - this.ttlMs + this.quietMs;
-      if (silentAt <= view.now) silent.add(b.owner);
-      else this.nextSilence = Math.min(this.nextSilence, silentAt);
-    }
-    // A lease written since it was foreseen (renewed, taken, handed back) no longer stands as foreseen.
-    for (const [unit, revision] of this.#told) if (view.leases.get(unit)?.revision !== revision) this.#told.delete(unit);
-    if (silent.size === 0) return [];
-    // Each unit's own lease silent as long (a unit renewed after the heartbeat may still be decided for).
-    const quiet = (u: string) => view.leases.get(u)!.value.expires_at - this.ttlMs + this.quietMs <= view.now;
-    const fresh = foreseeTakeover(view, silent).filter((u) => !this.#told.has(u) && quiet(u));
-    for (const u of fresh) this.#told.set(u, view.leases.get(u)!.revision);
-    return fresh;
-  }
-
-  /** Whether `unit` was taken at the revision it was foreseen at; forgets it either way. */
-  taken(unit: string, revision: number | null): boolean {
-    const told = this.#told.get(unit);
-    this.#told.delete(unit);
-    return revision !== null && told === revision;
   }
 }

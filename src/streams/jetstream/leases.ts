@@ -1,6 +1,6 @@
 import type { LogFn } from "./engine-link.ts";
 import { Heartbeat } from "./lease-heartbeat.ts";
-import { Foresight, FreeUnits, planLeases } from "./lease-plan.ts";
+import { FreeUnits, planLeases } from "./lease-plan.ts";
 import { renewLease, type HeldLease, type RenewalContext } from "./lease-renewal.ts";
 import type { LeaseManagerOptions } from "./lease-options.ts";
 import { LEASE_KEYS, LEASE_MARGIN_MS, LEASE_TTL_MS, LeaseConflictError, type LeaseRecord } from "./lease-store.ts";
@@ -82,8 +82,6 @@ export class LeaseManager {
   readonly #free = new FreeUnits(OVERDUE_MS);
   /** The earliest `expires_at` of a lease another engine holds, as last listed: a failover starts right after it. */
   #nextExpiry = Infinity;
-  /** What a silent engine's expiry will bring this engine, read ahead meanwhile (`LeaseHandlers.foresee`). */
-  readonly #foresight: Foresight;
   /** What a unit's renewal needs (`renewLease`). */
   readonly #renewal: RenewalContext;
   #stats = { acquired: 0, released: 0, lost: 0, fenced: 0, rounds: 0, failedRounds: 0, conflicts: 0 };
@@ -99,10 +97,6 @@ export class LeaseManager {
     }
     this.#log = options.log ?? (() => {});
     this.#heartbeat = new Heartbeat(options.store, options.self, this.#ttl, this.#log);
-    // Silent: no heartbeat since a fencing period. Its engine has stopped its units, alive or not, and they expire
-    // `ttl - fenceAfter` later (unless a renewal sent before the deadline lands late). Two periods, the first version,
-    // read ahead for engines only slowed down by a cold start under load, slowing the others in turn (bench:cluster).
-    this.#foresight = new Foresight(this.#fenceAfter, this.#ttl);
     this.#renewal = { store: options.store, clock: options.clock, self: options.self, ttl: this.#ttl, fenceAfter: this.#fenceAfter, log: this.#log, stopped: () => this.#stopped };
     this.#prefix = options.keyPrefix ?? "asset.";
   }
@@ -159,8 +153,7 @@ export class LeaseManager {
     const planLoop = () => {
       if (this.#stopped) return;
       // A lease that is not renewed (its engine died) is taken as soon as it expires, not up to a period later.
-      // So is a silent engine's future: its restore's reads start right away (`#runPlan`).
-      const untilExpiry = Math.min(this.#nextExpiry, this.#foresight.nextSilence) - this.#o.clock.now() + EXPIRY_SLACK_MS;
+      const untilExpiry = this.#nextExpiry - this.#o.clock.now() + EXPIRY_SLACK_MS;
       const period = this.#planAgain ? this.#tick : this.#planSoon ? Math.min(500, this.#every) : this.#every;
       this.#planTimer = this.#o.clock.setTimeout(() => void this.#plan().finally(planLoop), Math.max(EXPIRY_SLACK_MS, Math.min(period, untilExpiry)));
     };
@@ -242,10 +235,7 @@ export class LeaseManager {
       // Our own leases as the store shows them must match what we hold; anything else is someone else's.
       const others: string[] = [];
       for (const [key, r] of engines) if (key !== LEASE_KEYS.engine(self) && r.value.expires_at > now) others.push(r.value.owner);
-      const view = { self, now, assets: this.#o.assets, leases: byMint, engines: others.length + 1, held: this.held, others };
-      const plan = planLeases({ ...view, overdue: (free) => this.#free.overdue(free, now) });
-      const foreseen = this.#foresight.round(view, [...engines.values()].map((r) => r.value));
-      if (foreseen.length > 0) this.#o.handlers.foresee?.(foreseen);
+      const plan = planLeases({ self, now, assets: this.#o.assets, leases: byMint, engines: others.length + 1, held: this.held, others, overdue: (free) => this.#free.overdue(free, now) });
       this.#nextExpiry = Infinity;
       // And right after another engine's heartbeat expires (a beat can outlive its engine's leases by a tick): a unit
       // whose lease expired is not taken while its engine still counts as alive (the fair share).
@@ -328,16 +318,16 @@ export class LeaseManager {
     this.#held.set(mint, held);
     this.#armFence(mint, held);
     this.#stats.acquired++;
-    this.#start(mint, this.#foresight.taken(mint, revision));
+    this.#start(mint);
   }
 
   /**
    * Runs `handlers.acquired` for a unit just held, after the unit's previous start if one still runs (its term ended:
    * it starts nothing, `term`); on failure hands the lease back so another engine (or a later round) tries.
    */
-  #start(unit: string, foreseen = false): void {
+  #start(unit: string): void {
     const previous = this.#starting.get(unit) ?? Promise.resolve();
-    const started: Promise<void> = previous.then(() => this.#o.handlers.acquired(unit, foreseen)).then(
+    const started: Promise<void> = previous.then(() => this.#o.handlers.acquired(unit)).then(
       () => void (this.#starting.get(unit) === started && this.#starting.delete(unit)),
       async (e: unknown) => {
         if (this.#starting.get(unit) === started) this.#starting.delete(unit);

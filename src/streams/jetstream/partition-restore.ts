@@ -44,8 +44,6 @@ interface Read {
   readonly applied: EpochMs;
   readonly appliedTs: EpochMs;
   readonly seq: number;
-  /** Read ahead of the acquisition (`RestoreReads.readAhead`). */
-  readonly early: boolean;
 }
 
 /** An asset whose actor started: where its state came from ("cold": nowhere) and how many missed samples it was fed. */
@@ -53,7 +51,6 @@ interface Started {
   readonly mint: string;
   readonly from: string;
   readonly caughtUp: number;
-  readonly early: boolean;
 }
 
 /**
@@ -84,12 +81,9 @@ export class AcquiredAssets {
     this.#startAsset(await this.#readState(mint, fromStream), fromStream, live);
   }
 
-  /**
-   * Restores and starts the assets of an acquired unit, each as soon as its state is read, while `live` holds. `ahead`:
-   * the unit was taken as foreseen, its states read ahead may be used (`RestoreReads.readAhead`).
-   */
-  async acquiredUnit(unit: string, mints: readonly string[], live: () => boolean, ahead = false): Promise<void> {
-    const started = await Promise.all(mints.map(async (mint) => this.#startAsset(await this.#readState(mint, false, ahead), false, live)));
+  /** Restores and starts the assets of an acquired unit, each as soon as its state is read, while `live` holds. */
+  async acquiredUnit(unit: string, mints: readonly string[], live: () => boolean): Promise<void> {
+    const started = await Promise.all(mints.map(async (mint) => this.#startAsset(await this.#readState(mint, false), false, live)));
     this.#logAcquired(unit, started);
   }
 
@@ -98,14 +92,7 @@ export class AcquiredAssets {
    * PEG_INTAKE since the oldest restored state, and starts every actor with its missed samples (the history, then
    * what arrived meanwhile), synchronously, so no live sample slips in between.
    */
-  async acquiredFromIntake(
-    intake: PartitionIntake,
-    unit: string,
-    mints: readonly string[],
-    fromStream = false,
-    live = (): boolean => this.#o.holdsUnit(unit),
-    ahead = false,
-  ): Promise<void> {
+  async acquiredFromIntake(intake: PartitionIntake, unit: string, mints: readonly string[], fromStream = false, live = (): boolean => this.#o.holdsUnit(unit)): Promise<void> {
     // A rejected transition restores its one asset: only its samples are held, its partition's others run on.
     const hold = intake.hold(unit, fromStream ? new Set(mints.map((m) => this.#o.byMint.get(m)!.symbol)) : undefined);
     // Which step failed, for the operator (both are NATS reads that time out under load).
@@ -116,7 +103,7 @@ export class AcquiredAssets {
     // Where a take-over's time goes (kill -> restored, bench:cluster): reading the states, the history, waiting its turn.
     const t0 = performance.now();
     try {
-      const reads = await step("reading the assets' states", Promise.all(mints.map((mint) => this.#readState(mint, fromStream, ahead))));
+      const reads = await step("reading the assets' states", Promise.all(mints.map((mint) => this.#readState(mint, fromStream))));
       if (!live()) return hold.cancel();
       const t1 = performance.now();
       const after = Math.min(...reads.map((r) => r.applied));
@@ -165,9 +152,7 @@ export class AcquiredAssets {
       caughtUp += s.caughtUp;
     }
     const cold = done.filter((s) => s.from === "cold").map((s) => s.mint);
-    // read_ahead: how many states were read before the lease was taken (`RestoreReads.readAhead`).
-    const readAhead = done.filter((s) => s.early).length;
-    this.#o.log("info", "acquired assets", { unit, assets: done.length, from, cold, caught_up: caughtUp, read_ahead: readAhead, mints: done.map((s) => s.mint) });
+    this.#o.log("info", "acquired assets", { unit, assets: done.length, from, cold, caught_up: caughtUp, mints: done.map((s) => s.mint) });
   }
 
   /** The samples an acquired asset missed, `after` < ts (<= `now` for a replayable feed), with their instants. */
@@ -211,19 +196,16 @@ export class AcquiredAssets {
     return fed;
   }
 
-  /**
-   * An asset's state as the recovery reads it (KV snapshot, a newer acknowledged transition, or the store); `ahead`:
-   * the read started ahead of the acquisition, if any.
-   */
-  async #readState(mint: string, fromStream: boolean, ahead = false): Promise<Read> {
+  /** An asset's state as the recovery reads it (KV snapshot, a newer acknowledged transition, or the store). */
+  async #readState(mint: string, fromStream: boolean): Promise<Read> {
     const asset = this.#o.byMint.get(mint);
     if (asset === undefined) throw new Error(`unknown asset ${mint}`);
-    const { recovered, seq, early } = await this.#o.reads.read(asset, fromStream, ahead);
+    const { recovered, seq } = await this.#o.reads.read(asset, fromStream);
     const at = recovered?.state.evaluatedAt ?? null;
     // After a dwell-timer evaluation at D a sample stamped D is still due (the timer fires first).
     const applied = at === null ? -Infinity : recovered!.state.lastTrigger === "dwell_timer" ? at - 1 : at;
     const appliedTs = recovered?.state.last?.ts ?? -Infinity;
-    return { asset, recovered, applied, appliedTs, seq, early: early === true };
+    return { asset, recovered, applied, appliedTs, seq };
   }
 
   /**
@@ -250,7 +232,7 @@ export class AcquiredAssets {
       o.host.activateAsset(mint);
       const caughtUp = this.#catchUp(asset, -Infinity, now, false, missedOf(-Infinity));
       o.log(level, what, { asset: asset.symbol, mint, from: "cold", caught_up: caughtUp });
-      return { mint, from: "cold", caughtUp, early: r.early };
+      return { mint, from: "cold", caughtUp };
     }
     const { state } = recovered;
     const at = state.evaluatedAt;
@@ -268,6 +250,6 @@ export class AcquiredAssets {
       if (o.samplesOf !== undefined || o.intake !== undefined) this.fedUntil.set(asset.symbol, boundary);
     }
     o.log(level, what, { asset: asset.symbol, mint, from: recovered.source, state_at: at === null ? null : new Date(at).toISOString(), caught_up: caughtUp });
-    return { mint, from: recovered.source, caughtUp, early: r.early };
+    return { mint, from: recovered.source, caughtUp };
   }
 }

@@ -107,14 +107,13 @@ export function startPartition(o: PartitionOptions): Partition {
     passTransitions: true,
     ...(o.fromStore === undefined ? {} : { fromStore: o.fromStore }),
   });
-  const byMint = new Map(o.assets.map((a) => [a.mint, a]));
   const starting = new AcquiredAssets({
     host: o.host,
     link: o.link,
     engineClock: o.engineClock,
     log: o.log,
     reads,
-    byMint,
+    byMint: new Map(o.assets.map((a) => [a.mint, a])),
     received,
     ...(o.samplesOf === undefined ? {} : { samplesOf: o.samplesOf }),
     ...(o.intake === undefined ? {} : { intake: o.intake }),
@@ -138,18 +137,11 @@ export function startPartition(o: PartitionOptions): Partition {
     ...o.lease,
     handlers: {
       // A partition's assets are restored together (a failover restores all of a dead engine's partitions at once).
-      acquired: async (unit, foreseen) => {
+      acquired: async (unit) => {
         // This term of the lease: a restore that outlives it (fenced, then taken again) starts nothing.
         const live = leases.term(unit);
-        if (o.intake !== undefined) await starting.acquiredFromIntake(o.intake, unit, units.assetsOf(unit), false, live, foreseen);
-        else await starting.acquiredUnit(unit, units.assetsOf(unit), live, foreseen);
-      },
-      // An engine went silent past its fencing deadline: the states of what this engine will take from it are read while
-      // its leases run out (kill -> restored: the reads took 0.1-0.65 s of a take-over after the expiry, bench:cluster).
-      foresee: (list) => {
-        const mints = list.filter((u) => !leases.held.has(u)).flatMap((u) => units.assetsOf(u));
-        const { started } = reads.readAhead(mints.map((m) => byMint.get(m)!));
-        if (started > 0) o.log("info", "an engine stopped renewing: reading ahead what this engine will take from it", { units: list, assets: started });
+        if (o.intake !== undefined) await starting.acquiredFromIntake(o.intake, unit, units.assetsOf(unit), false, live);
+        else await starting.acquiredUnit(unit, units.assetsOf(unit), live);
       },
       lost: (unit) => {
         o.intake?.drop(unit);

@@ -9,8 +9,6 @@ import { TOPOLOGY, type Topology } from "./topology.ts";
 export interface RestoreRead {
   readonly recovered: { readonly state: AssetState; readonly source: RecoverySource } | undefined;
   readonly seq: number;
-  /** Read ahead of the acquisition (`RestoreReads.readAhead`). */
-  readonly early?: true;
 }
 
 export interface RestoreReadsOptions {
@@ -38,8 +36,6 @@ const SNAPSHOTS_AT_ONCE = 256;
 /** A pass over the transitions is used while the stream has at most this many subjects per asset of the batch. */
 const PASS_WORTH = 4;
 const WINDOW_MS = 25;
-/** A read ahead (`readAhead`) unused this long is forgotten: the take-over it was for did not come. */
-const AHEAD_KEEP_MS = 10_000;
 
 interface Waiting {
   readonly asset: HostAsset;
@@ -65,10 +61,7 @@ export class RestoreReads {
   /** Snapshot reads after a pass over the transitions: one request each. */
   readonly #snapshots = limiter(SNAPSHOTS_AT_ONCE);
   #batch: Waiting[] | null = null;
-  /** Reads started ahead of an acquisition (`readAhead`), by mint, with when they started (`performance.now()`). */
-  readonly #ahead = new Map<string, { readonly at: number; readonly read: Promise<RestoreRead> }>();
   #stats = { batches: 0, bulk: 0, transitionPasses: 0 };
-  #aheadStats = { started: 0, used: 0 };
 
   constructor(options: RestoreReadsOptions) {
     this.#o = options;
@@ -78,45 +71,8 @@ export class RestoreReads {
     return { ...this.#stats };
   }
 
-  /** Reads started ahead (`readAhead`), and of them those an acquisition took. */
-  get aheadStats(): { readonly started: number; readonly used: number } {
-    return { ...this.#aheadStats };
-  }
-
-  /**
-   * Starts reading the states of assets this engine is about to acquire (their engine fell silent: `foreseeTakeover`),
-   * batched like any read; `read(asset, false, true)` then takes the read started here. Returns how many reads it
-   * started (an asset read ahead already is not read again), and when they have all settled.
-   */
-  readAhead(assets: readonly HostAsset[]): { readonly started: number; readonly settled: Promise<void> } {
-    const now = performance.now();
-    for (const [mint, a] of this.#ahead) if (now - a.at > AHEAD_KEEP_MS) this.#ahead.delete(mint);
-    const started: Promise<unknown>[] = [];
-    for (const asset of assets) {
-      if (this.#ahead.has(asset.mint)) continue;
-      const read = this.read(asset);
-      // A failed read ahead is forgotten: the acquisition reads again.
-      started.push(read.catch(() => this.#ahead.get(asset.mint)?.read === read && this.#ahead.delete(asset.mint)));
-      this.#ahead.set(asset.mint, { at: now, read });
-    }
-    this.#aheadStats.started += started.length;
-    return { started: started.length, settled: Promise.all(started).then(() => {}) };
-  }
-
-  /**
-   * The asset's state as a recovery reads it; `preferTransition` (a rejected fencing token) is read on its own.
-   * `ahead`: the read started by `readAhead` is taken if there is one (the lease was taken as it was foreseen);
-   * otherwise a read ahead is dropped, and the state read now.
-   */
-  read(asset: HostAsset, preferTransition = false, ahead = false): Promise<RestoreRead> {
-    const early = this.#ahead.get(asset.mint);
-    if (early !== undefined) {
-      this.#ahead.delete(asset.mint);
-      if (ahead && !preferTransition) {
-        this.#aheadStats.used++;
-        return early.read.then((r) => ({ ...r, early: true }));
-      }
-    }
+  /** The asset's state as a recovery reads it; `preferTransition` (a rejected fencing token) is read on its own. */
+  read(asset: HostAsset, preferTransition = false): Promise<RestoreRead> {
     if (preferTransition || (this.#o.bulkFrom === undefined && this.#o.passTransitions !== true)) return this.#perAsset.run(() => this.#readOne(asset, preferTransition));
     return new Promise<RestoreRead>((resolve, reject) => {
       if (this.#batch === null) {
