@@ -12,7 +12,6 @@ import { LEASE_KEYS, LEASE_MARGIN_MS, LeaseManager, planLeases, type LeaseRecord
 import { FakeLeaseBucket, FakeLink } from "./lease-fake-store.ts";
 import { ASSETS, EVERY, TTL, World } from "./lease-world.ts";
 
-
 function rec(owner: string, expires_at: number, revision = 1): LeaseRecord {
   return { value: { owner, expires_at }, revision };
 }
