@@ -10,6 +10,7 @@ import type { Store } from "../../store/index.ts";
 import {
   applyRecovery,
   EngineLink,
+  LeaseKeeperThread,
   readRecovery,
   RecentAlertIds,
   serveMachineInspection,
@@ -191,6 +192,9 @@ export async function startEngine(p: EngineParts): Promise<Engine> {
       log,
       fromStore: p.fromStore,
       partitions: config.leasePartitions,
+      // The renewals on a thread of their own: a take-over's stall of this thread's event loop must not let this
+      // engine's own leases lapse (docs/scaling.md, "The lease keeper").
+      lease: { keeper: new LeaseKeeperThread({ servers: nats.servers }) },
       // One pass over the buckets for a failover's states only on a single server: on a cluster the pass's consumer
       // can sit on a follower that lags, and bench:cluster restored hundreds of assets cold from what it missed.
       bulkRestore: config.natsReplicas === 1,

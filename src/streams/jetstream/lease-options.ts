@@ -1,6 +1,7 @@
 /** How a `LeaseManager` (leases.ts) is set up: its store, its units, its timings and what it calls on a change. */
 import type { Clock } from "../../clock.ts";
 import type { LogFn } from "./engine-link.ts";
+import type { LeaseKeeper } from "./lease-keeper.ts";
 import type { LeaseStore } from "./lease-store.ts";
 
 /** What the engine does when it gains or loses an asset. */
@@ -37,4 +38,9 @@ export interface LeaseManagerOptions {
    */
   readonly fenceAfterMs?: number;
   readonly log?: LogFn;
+  /**
+   * Renews the leases and sends the heartbeat off this thread (`LeaseKeeperThread`), so a stall of this thread's event
+   * loop does not let them lapse. Default: renewed on this thread (tests on a simulated clock and store).
+   */
+  readonly keeper?: LeaseKeeper;
 }

@@ -1,7 +1,9 @@
 import type { LogFn } from "./engine-link.ts";
 import { Heartbeat } from "./lease-heartbeat.ts";
 import { FreeUnits, planLeases } from "./lease-plan.ts";
-import { renewLease, type HeldLease, type RenewalContext } from "./lease-renewal.ts";
+import type { LeaseKeeper } from "./lease-keeper.ts";
+import type { HeldLease } from "./lease-renewal.ts";
+import { Renewals } from "./lease-renewals.ts";
 import type { LeaseManagerOptions } from "./lease-options.ts";
 import { LEASE_KEYS, LEASE_MARGIN_MS, LEASE_TTL_MS, LeaseConflictError, type LeaseRecord } from "./lease-store.ts";
 
@@ -45,6 +47,8 @@ const OVERDUE_MS = 1_000;
 
 interface Held extends HeldLease {
   fence: unknown;
+  /** This hold's number (the keeper names the hold a `taken` ends). */
+  readonly term: number;
 }
 
 /**
@@ -67,9 +71,11 @@ export class LeaseManager {
   #planTimer: unknown = null;
   /** The first round's renewals, which the loops wait for (`start`). */
   #renewing: Promise<void> | null = null;
-  /** Units whose renewal (with its retries) is in flight: the next tick leaves them alone. */
-  readonly #renewals = new Map<string, Promise<void>>();
+  /** The renewals and the heartbeat, on this thread; or the keeper's thread does them (`keeper`). */
+  readonly #renewals: Renewals;
   readonly #heartbeat: Heartbeat;
+  readonly #keeper: LeaseKeeper | null;
+  #terms = 0;
   #planning: Promise<void> | null = null;
   #stopped = false;
   /** The planning failed: run again soon, not after a period. */
@@ -82,8 +88,6 @@ export class LeaseManager {
   readonly #free = new FreeUnits(OVERDUE_MS);
   /** The earliest `expires_at` of a lease another engine holds, as last listed: a failover starts right after it. */
   #nextExpiry = Infinity;
-  /** What a unit's renewal needs (`renewLease`). */
-  readonly #renewal: RenewalContext;
   #stats = { acquired: 0, released: 0, lost: 0, fenced: 0, rounds: 0, failedRounds: 0, conflicts: 0 };
 
   constructor(options: LeaseManagerOptions) {
@@ -97,8 +101,20 @@ export class LeaseManager {
     }
     this.#log = options.log ?? (() => {});
     this.#heartbeat = new Heartbeat(options.store, options.self, this.#ttl, this.#log);
-    this.#renewal = { store: options.store, clock: options.clock, self: options.self, ttl: this.#ttl, fenceAfter: this.#fenceAfter, log: this.#log, stopped: () => this.#stopped };
     this.#prefix = options.keyPrefix ?? "asset.";
+    this.#keeper = options.keeper ?? null;
+    this.#renewals = new Renewals({
+      context: { store: options.store, clock: options.clock, self: options.self, ttl: this.#ttl, fenceAfter: this.#fenceAfter, log: this.#log, stopped: () => this.#stopped },
+      held: this.#held,
+      key: (unit) => this.#key(unit),
+      everyMs: this.#every,
+      tickMs: this.#tick,
+      heartbeat: this.#heartbeat,
+      settled: (unit, held, outcome) => {
+        if (outcome === "renewed") this.#armFence(unit, held as Held);
+        else if (outcome === "taken") this.#taken(unit, held as Held);
+      },
+    });
   }
 
   /** The lease key of one unit (an asset's mint, or a partition's number). */
@@ -117,7 +133,12 @@ export class LeaseManager {
    */
   live(unit: string): boolean {
     const h = this.#held.get(unit);
-    return h !== undefined && this.#o.clock.now() < h.sentAt + this.#fenceAfter;
+    return h !== undefined && this.#o.clock.now() < this.#sentAt(unit, h) + this.#fenceAfter;
+  }
+
+  /** When the unit's last successful write was sent: as this thread knows it, or as the keeper's thread wrote it since. */
+  #sentAt(unit: string, held: Held): number {
+    return this.#keeper === null ? held.sentAt : Math.max(held.sentAt, this.#keeper.sentAt(unit));
   }
 
   /**
@@ -137,14 +158,26 @@ export class LeaseManager {
    * Runs a first round now (renewals, then acquire/release), then two loops every `renewEveryMs`: renewals (with the
    * heartbeat), and planning (list, acquire, release). Renewals never wait for a slow listing.
    */
-  start(): Promise<void> {
+  async start(): Promise<void> {
+    const keeper = this.#keeper;
+    if (keeper !== null) {
+      const { self } = this.#o;
+      const units = this.#o.assets;
+      const setup = { self, units, keyPrefix: this.#prefix, ttlMs: this.#ttl, everyMs: this.#every, tickMs: this.#tick, fenceAfterMs: this.#fenceAfter, log: this.#log };
+      await keeper.start({ ...setup, taken: (unit, term) => this.#taken(unit, this.#held.get(unit), term) });
+    }
+    return this.#loops();
+  }
+
+  #loops(): Promise<void> {
     const first = this.round();
     // Ticks several times a period and renews each unit a period after its own last renewal was sent, never waiting for
     // another unit's: one renewal retried until its deadline (a slow answer under load) used to hold back the next
     // renewal of every other unit of the engine past their fencing deadlines, and all of them lapsed together.
     const tick = this.#tick;
     const renewLoop = () => {
-      if (this.#stopped) return;
+      // The keeper's thread renews (and beats) on its own.
+      if (this.#stopped || this.#keeper !== null) return;
       this.#renewTimer = this.#o.clock.setTimeout(() => {
         void this.#renewDue();
         renewLoop();
@@ -176,37 +209,14 @@ export class LeaseManager {
 
   /** Heartbeat and every held lease's renewal (those not in flight already); resolves when they are answered. */
   #renewAll(): Promise<void> {
+    if (this.#keeper !== null) return Promise.resolve();
     this.#renewing ??= this.#renewDue(true).finally(() => (this.#renewing = null));
     return this.#renewing;
   }
 
-  /**
-   * The renewal of every held unit whose last renewal was sent a period ago (`all`: every held unit), each on its own:
-   * a slow one holds back no other. With them the heartbeat, so it expires with the
-   * engine's leases, not up to a period later (the survivors count a dead engine alive until its heartbeat expires,
-   * and take its expired leases only then: the fair share). Resolves when the ones started here are answered (or given
-   * up at their deadline).
-   */
+  /** The renewals due, and the heartbeat (`Renewals.due`). */
   #renewDue(all = false): Promise<void> {
-    if (this.#stopped) return Promise.resolve();
-    const now = this.#o.clock.now();
-    const free = [...this.#held].filter(([unit, held]) => !this.#renewals.has(unit) && held.releasing !== true);
-    // Due: renewed a period ago (half a tick of slack for a timer that fires early). When some unit is due, the ones
-    // past half their period are renewed with it, once: units acquired at other instants fall into step, and the
-    // engine sends one heartbeat per period with all its renewals.
-    const dueAt = now - this.#every + this.#tick / 2;
-    const any = all || free.some(([, held]) => held.sentAt <= dueAt);
-    const withThem = now - this.#every / 2;
-    const started: Promise<void>[] = [];
-    for (const [unit, held] of free) {
-      if (!any || held.sentAt > withThem) continue;
-      const renewal = this.#renew(unit).finally(() => this.#renewals.delete(unit));
-      this.#renewals.set(unit, renewal);
-      started.push(renewal);
-    }
-    const beat = this.#heartbeat.beat(now, any, dueAt);
-    if (beat !== null) started.push(beat);
-    return Promise.allSettled(started).then(() => {});
+    return this.#renewals.due(all);
   }
 
   /** Lists the leases and engines, then acquires or releases (`planLeases`); concurrent calls share the run. */
@@ -257,12 +267,14 @@ export class LeaseManager {
 
   #armFence(mint: string, held: Held): void {
     if (held.fence !== null) this.#o.clock.clearTimeout(held.fence);
-    const due = held.sentAt + this.#fenceAfter - this.#o.clock.now();
+    const due = this.#sentAt(mint, held) + this.#fenceAfter - this.#o.clock.now();
     held.fence = this.#o.clock.setTimeout(() => this.#fence(mint, held), Math.max(0, due));
   }
 
   #fence(mint: string, held: Held): void {
     if (this.#held.get(mint) !== held) return;
+    // Renewed meanwhile by the keeper's thread: the deadline moved.
+    if (this.live(mint)) return this.#armFence(mint, held);
     if (held.fence !== null) this.#o.clock.clearTimeout(held.fence);
     this.#held.delete(mint);
     this.#stats.fenced++;
@@ -281,13 +293,9 @@ export class LeaseManager {
     return false;
   }
 
-  async #renew(mint: string): Promise<void> {
-    const held = this.#held.get(mint);
-    if (held === undefined) return;
-    const outcome = await renewLease(this.#renewal, this.#key(mint), mint, held, () => this.#held.get(mint));
-    if (this.#held.get(mint) !== held) return;
-    if (outcome === "renewed") this.#armFence(mint, held);
-    if (outcome !== "taken") return;
+  /** Another engine holds the unit now (a renewal found it written; `term`: the hold the keeper's message ends). */
+  #taken(mint: string, held: Held | undefined, term = held?.term): void {
+    if (held === undefined || this.#held.get(mint) !== held || held.term !== term) return;
     this.#drop(mint, held);
     this.#stats.lost++;
     this.#log("warn", "lease lost: another engine took the asset", { mint });
@@ -297,6 +305,17 @@ export class LeaseManager {
   #drop(mint: string, held: Held): void {
     if (held.fence !== null) this.#o.clock.clearTimeout(held.fence);
     this.#held.delete(mint);
+    this.#keeper?.drop(mint);
+  }
+
+  /** Holds `unit` from a write sent at `sentAt` (its revision `revision`): fence armed, the keeper told, the start run. */
+  #hold(unit: string, revision: number, sentAt: number): void {
+    const held: Held = { revision, sentAt, fence: null, term: ++this.#terms };
+    this.#held.set(unit, held);
+    this.#keeper?.hold(unit, held, held.term);
+    this.#armFence(unit, held);
+    this.#stats.acquired++;
+    this.#start(unit);
   }
 
   async #acquire(mint: string, revision: number | null): Promise<void> {
@@ -314,11 +333,7 @@ export class LeaseManager {
       return;
     }
     if (this.#stopped) return;
-    const held: Held = { revision: rev, sentAt, fence: null };
-    this.#held.set(mint, held);
-    this.#armFence(mint, held);
-    this.#stats.acquired++;
-    this.#start(mint);
+    this.#hold(mint, rev, sentAt);
   }
 
   /**
@@ -340,23 +355,25 @@ export class LeaseManager {
 
   async #adopt(mint: string, r: LeaseRecord): Promise<void> {
     if (this.#stopped || this.#held.has(mint)) return;
-    const held: Held = { revision: r.revision, sentAt: r.value.expires_at - this.#ttl, fence: null };
-    this.#held.set(mint, held);
-    this.#armFence(mint, held);
-    this.#stats.acquired++;
-    this.#start(mint);
+    this.#hold(mint, r.revision, r.value.expires_at - this.#ttl);
   }
 
   async #release(mint: string): Promise<void> {
     const held = this.#held.get(mint);
     if (held === undefined || held.releasing === true) return;
     held.releasing = true;
+    // The keeper's thread stops renewing it too, and answers with the lease as last written.
+    const lastWrite = this.#keeper?.letGo(mint);
     // A unit still starting is released once started: its actors would otherwise start after the release stopped them.
     await this.#starting.get(mint);
     // The actor stops and its state is flushed while the lease is still ours (the fence keeps running meanwhile).
     await this.#o.handlers.release(mint);
+    const last = lastWrite === undefined ? held : await lastWrite;
     if (this.#held.get(mint) !== held) return; // fenced or lost during the flush: nothing left to delete
     this.#drop(mint, held);
+    // The keeper gave up on it (its deadline passed unanswered): it expires on its own.
+    if (last === null) return;
+    held.revision = last.revision;
     this.#stats.released++;
     await this.#o.store.remove(this.#key(mint), held.revision).catch((e: unknown) => {
       this.#log("warn", "could not delete a released lease; it expires on its own", { mint, error: e instanceof Error ? e.message : String(e) });
@@ -373,9 +390,10 @@ export class LeaseManager {
     if (this.#stopped) return;
     this.#stopped = true;
     this.#clearTimers();
-    await Promise.allSettled([this.#renewing, this.#planning, this.#heartbeat.inFlight, ...this.#renewals.values()]);
+    await Promise.allSettled([this.#renewing, this.#planning, ...this.#renewals.inFlight]);
     await Promise.all([...this.#held.keys()].map((mint) => this.#release(mint)));
-    await this.#heartbeat.remove();
+    if (this.#keeper !== null) await this.#keeper.stop();
+    else await this.#heartbeat.remove();
   }
 
   /** Stops the rounds and the fencing timers without touching the store (a crash, in tests). */
@@ -384,5 +402,6 @@ export class LeaseManager {
     this.#clearTimers();
     for (const h of this.#held.values()) if (h.fence !== null) this.#o.clock.clearTimeout(h.fence);
     this.#held.clear();
+    this.#keeper?.abandon();
   }
 }

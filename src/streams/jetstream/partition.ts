@@ -43,7 +43,7 @@ export interface PartitionOptions {
    * (several seconds, up to 20 s seen), during which an engine fences its assets and takes them back afterwards.
    */
   readonly retainMs?: number;
-  readonly lease?: Pick<LeaseManagerOptions, "ttlMs" | "renewEveryMs" | "fenceAfterMs">;
+  readonly lease?: Pick<LeaseManagerOptions, "ttlMs" | "renewEveryMs" | "fenceAfterMs" | "keeper">;
   /**
    * Lease partitions (LEASE_PARTITIONS): 0 (default) leases each asset; P > 0 leases partitions of the assets by
    * `partitionOf(mint, P)` (src/streams/jetstream/lease-partitions.ts), every asset of a partition gained, lost and

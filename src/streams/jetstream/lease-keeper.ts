@@ -1,0 +1,206 @@
+/**
+ * The lease keeper: an engine's lease renewals and heartbeat on a thread of their own (`worker_threads`, with its own
+ * NATS connection; `lease-keeper-worker.ts` is the other side). On the engine's thread they lapsed whenever its event
+ * loop stalled past the 1.5 s fence: a survivor restoring a dead engine's partitions stalled 0.7-1.4 s on this
+ * machine, past the fence under load, and then lost its own partitions too, which moved again (a 16 s take-over in
+ * bench:cluster; in CI, a 107 s one, with gap samples evaluated twice). A stall is not a death: the engine decides
+ * again as soon as its loop runs, with its samples waiting in their consumer.
+ *
+ * Fencing is unchanged. The thread renews only while the engine's event loop has run within `maxStallMs` (a beat the
+ * engine writes in shared memory every tick), so an engine wedged for good loses its leases. Each successful
+ * renewal's send instant is written to shared memory too, where the engine reads it (`sentAt`): it decides for a unit
+ * only until that instant plus the fencing period, on its own clock, whether or not it has processed a message since.
+ * A lease taken by another engine is told by message (`taken`), with the term of the hold it ends.
+ */
+import { Worker } from "node:worker_threads";
+import type { LogFn } from "./engine-link.ts";
+import type { HeldLease } from "./lease-renewal.ts";
+
+/** How the lease manager sets the keeper up (`start`). */
+export interface KeeperSetup {
+  readonly self: string;
+  /** Every unit leased (the slots of the shared memory, by index). */
+  readonly units: readonly string[];
+  readonly keyPrefix: string;
+  readonly ttlMs: number;
+  readonly everyMs: number;
+  readonly tickMs: number;
+  readonly fenceAfterMs: number;
+  /** Another engine holds `unit` now: the hold of `term` ended. */
+  taken(unit: string, term: number): void;
+  readonly log: LogFn;
+}
+
+/** What a `LeaseManager` needs of a keeper: the keeper renews what it is told to hold, until told otherwise. */
+export interface LeaseKeeper {
+  /** Starts renewing (and sending the heartbeat) once connected; resolves then. */
+  start(setup: KeeperSetup): Promise<void>;
+  /** Renews `unit` from now on, from `held` (its revision and send instant); `term` names this hold. */
+  hold(unit: string, held: HeldLease, term: number): void;
+  /** The send instant of the unit's last successful write known to the keeper (0 when none). */
+  sentAt(unit: string): number;
+  /** Stops renewing `unit` and resolves, once no renewal of it is in flight, with its lease as last written (null: not held any more). */
+  letGo(unit: string): Promise<HeldLease | null>;
+  /** Stops renewing `unit` at once (fenced or taken). */
+  drop(unit: string): void;
+  /** Stops: the heartbeat is deleted (a graceful stop) and the thread ends. */
+  stop(): Promise<void>;
+  /** Ends the thread without touching the store (a crash, in tests). */
+  abandon(): void;
+}
+
+export interface KeeperThreadOptions {
+  /** The NATS servers the thread connects to (the engine's). */
+  readonly servers: readonly string[];
+  /** The keeper renews only while the engine's event loop ran within this long. Default `LEASE_MAX_STALL_MS`. */
+  readonly maxStallMs?: number;
+}
+
+/**
+ * How long an engine's event loop may stall and keep its leases: longer than the stalls of a take-over under load
+ * (0.7-2.6 s measured), short enough that a wedged engine's partitions move within seconds.
+ */
+export const LEASE_MAX_STALL_MS = 5_000;
+/** How long `stop()` waits for the thread to delete the heartbeat, before terminating it. */
+const STOP_TIMEOUT_MS = 5_000;
+
+export type ToKeeper =
+  | { readonly type: "start"; readonly data: KeeperData }
+  | { readonly type: "hold"; readonly unit: string; readonly revision: number; readonly sentAt: number; readonly term: number }
+  | { readonly type: "let-go"; readonly unit: string; readonly id: number }
+  | { readonly type: "drop"; readonly unit: string }
+  | { readonly type: "stop" };
+
+export type FromKeeper =
+  | { readonly type: "started" }
+  | { readonly type: "failed"; readonly error: string }
+  | { readonly type: "taken"; readonly unit: string; readonly term: number }
+  | { readonly type: "let-go"; readonly id: number; readonly lease: HeldLease | null }
+  | { readonly type: "log"; readonly level: "debug" | "info" | "warn" | "error"; readonly msg: string; readonly fields?: Record<string, unknown> }
+  | { readonly type: "stopped" };
+
+/** What the thread is started with. */
+export interface KeeperData extends Omit<KeeperSetup, "taken" | "log"> {
+  readonly servers: readonly string[];
+  readonly maxStallMs: number;
+  /** Slot 0: the engine loop's last beat; slot i + 1: unit i's last renewal sent (epoch ms). */
+  readonly shared: SharedArrayBuffer;
+}
+
+/** A lease keeper on its own thread (see the top of this file). */
+export class LeaseKeeperThread implements LeaseKeeper {
+  readonly #o: KeeperThreadOptions;
+  #worker: Worker | null = null;
+  #slots: BigInt64Array | null = null;
+  #index = new Map<string, number>();
+  #beat: ReturnType<typeof setInterval> | null = null;
+  #letGoes = new Map<number, (lease: HeldLease | null) => void>();
+  #nextId = 0;
+  #stopping: Promise<void> | null = null;
+
+  constructor(options: KeeperThreadOptions) {
+    this.#o = options;
+  }
+
+  async start(setup: KeeperSetup): Promise<void> {
+    const shared = new SharedArrayBuffer(8 * (setup.units.length + 1));
+    const slots = new BigInt64Array(shared);
+    this.#slots = slots;
+    this.#index = new Map(setup.units.map((u, i) => [u, i + 1]));
+    const beat = () => Atomics.store(slots, 0, BigInt(Date.now()));
+    beat();
+    // The engine loop's beat: the thread renews only while this runs.
+    this.#beat = setInterval(beat, setup.tickMs);
+    this.#beat.unref();
+    const worker = new Worker(new URL("./lease-keeper-worker.mjs", import.meta.url));
+    this.#worker = worker;
+    const data: KeeperData = {
+      self: setup.self,
+      units: setup.units,
+      keyPrefix: setup.keyPrefix,
+      ttlMs: setup.ttlMs,
+      everyMs: setup.everyMs,
+      tickMs: setup.tickMs,
+      fenceAfterMs: setup.fenceAfterMs,
+      servers: this.#o.servers,
+      maxStallMs: this.#o.maxStallMs ?? LEASE_MAX_STALL_MS,
+      shared,
+    };
+    worker.postMessage({ type: "start", data } satisfies ToKeeper);
+    await new Promise<void>((resolve, reject) => {
+      const fail = (why: string) => {
+        this.abandon();
+        reject(new Error(`the lease keeper's thread did not start: ${why}`));
+      };
+      worker.once("error", (e) => fail(e.message));
+      worker.once("exit", (code) => fail(`it exited (code ${code})`));
+      worker.on("message", (m: FromKeeper) => {
+        if (m.type === "started") {
+          worker.removeAllListeners("error").removeAllListeners("exit");
+          // After the start, a thread that dies leaves the leases to lapse: the engine fences them at their deadlines.
+          worker.on("error", (e) => setup.log("error", "the lease keeper's thread failed; the leases will lapse", { error: e.message }));
+          resolve();
+        } else if (m.type === "failed") fail(m.error);
+        else if (m.type === "taken") setup.taken(m.unit, m.term);
+        else if (m.type === "let-go") {
+          this.#letGoes.get(m.id)?.(m.lease);
+          this.#letGoes.delete(m.id);
+        } else if (m.type === "log") setup.log(m.level, m.msg, m.fields);
+      });
+    });
+  }
+
+  #post(m: ToKeeper): void {
+    this.#worker?.postMessage(m);
+  }
+
+  hold(unit: string, held: HeldLease, term: number): void {
+    Atomics.store(this.#slots!, this.#slot(unit), BigInt(Math.floor(held.sentAt)));
+    this.#post({ type: "hold", unit, revision: held.revision, sentAt: held.sentAt, term });
+  }
+
+  sentAt(unit: string): number {
+    return this.#slots === null ? 0 : Number(Atomics.load(this.#slots, this.#slot(unit)));
+  }
+
+  letGo(unit: string): Promise<HeldLease | null> {
+    if (this.#worker === null || this.#stopping !== null) return Promise.resolve(null);
+    const id = ++this.#nextId;
+    const answered = new Promise<HeldLease | null>((resolve) => this.#letGoes.set(id, resolve));
+    this.#post({ type: "let-go", unit, id });
+    return answered;
+  }
+
+  drop(unit: string): void {
+    this.#post({ type: "drop", unit });
+  }
+
+  #slot(unit: string): number {
+    const i = this.#index.get(unit);
+    if (i === undefined) throw new Error(`unit ${unit} is not leased`);
+    return i;
+  }
+
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      const worker = this.#worker;
+      if (worker === null) return;
+      const done = new Promise<void>((resolve) => worker.on("message", (m: FromKeeper) => m.type === "stopped" && resolve()));
+      const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+      this.#post({ type: "stop" });
+      const timeout = new Promise<void>((resolve) => setTimeout(resolve, STOP_TIMEOUT_MS).unref());
+      await Promise.race([done, exited, timeout]);
+      this.abandon();
+    })();
+    return this.#stopping;
+  }
+
+  abandon(): void {
+    if (this.#beat !== null) clearInterval(this.#beat);
+    this.#beat = null;
+    for (const resolve of this.#letGoes.values()) resolve(null);
+    this.#letGoes.clear();
+    void this.#worker?.terminate();
+    this.#worker = null;
+  }
+}
