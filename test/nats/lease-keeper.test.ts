@@ -2,14 +2,21 @@
  * The lease keeper's thread on a real nats-server (`lease-keeper.ts`): the engine's renewals go on while its event loop
  * is blocked (a take-over's stall), stop when it stays blocked past `maxStallMs` (a wedged engine loses its leases),
  * a lease another engine wrote is lost as taken, and a graceful stop deletes every lease on the revision the thread
- * wrote last. The stalls are synchronous busy loops on the test's own thread: what is decided is what the thread did
- * meanwhile, not how long anything took.
+ * wrote last; the intake lease, held through the same thread, stays with its engine through a stall. The stalls are
+ * synchronous busy loops on the test's own thread: what is decided is what the thread did meanwhile, not how long
+ * anything took.
  */
+import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { NEVER } from "rxjs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/clock.ts";
+import { IntakeLeader, INTAKE_LEASE_KEY } from "../../src/streams/jetstream/intake-leader.ts";
+import { IntakePublisher } from "../../src/streams/jetstream/intake-publisher.ts";
 import { LeaseKeeperThread } from "../../src/streams/jetstream/lease-keeper.ts";
 import { LEASE_KEYS, LeaseManager, natsLeaseStore, type LeaseStore } from "../../src/streams/jetstream/leases.ts";
+import { PipelinedPublisher } from "../../src/streams/jetstream/pipelined-publisher.ts";
+import { ensureIntakeStream } from "../../src/streams/jetstream/topology.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { sleep, waitFor } from "../support/ports.ts";
 
@@ -45,6 +52,7 @@ function stall(ms: number): void {
 
 /** A manager of the four partitions, alone (so it takes them all), with a keeper thread unless `keeper` is false. */
 async function engine(self: string, keeper: boolean | { maxStallMs: number } = true) {
+  const options = { servers: [nats.url], alsoKeys: [INTAKE_LEASE_KEY], ...(keeper === true || keeper === false ? {} : keeper) };
   const lost: { unit: string; why: string }[] = [];
   const logs: string[] = [];
   const manager = new LeaseManager({
@@ -55,7 +63,7 @@ async function engine(self: string, keeper: boolean | { maxStallMs: number } = t
     clock: systemClock,
     log: (_level, msg) => void logs.push(msg),
     handlers: { acquired: async () => {}, lost: (unit, why) => void lost.push({ unit, why }), release: async () => {} },
-    ...(keeper === false ? {} : { keeper: new LeaseKeeperThread({ servers: [nats.url], ...(keeper === true ? {} : keeper) }) }),
+    ...(keeper === false ? {} : { keeper: new LeaseKeeperThread(options) }),
   });
   managers.push(manager);
   await manager.start();
@@ -112,5 +120,33 @@ describe("the lease keeper's thread", () => {
     expect(e.logs).not.toContain("could not delete a released lease; it expires on its own");
     expect(await store.get(LEASE_KEYS.engine("first"))).toBeNull();
     await store.purge(LEASE_KEYS.partition("2"));
+  }, 60_000);
+
+  it("keeps the intake lease, held through the partitions' keeper, through a 3 s stall; hands it back on its latest revision", async () => {
+    await ensureIntakeStream(await jetstreamManager(nc), 1);
+    const e = await engine("intake");
+    const logs: string[] = [];
+    const leader = new IntakeLeader({
+      store,
+      self: "intake",
+      jsm: await jetstreamManager(nc),
+      source: { open: () => ({ samples: NEVER, watermark: () => 0 }) },
+      publisher: () => new IntakePublisher({ publisher: new PipelinedPublisher(nc), partitions: UNITS.length, mintOf: () => undefined, maxQueued: 100, log: () => {} }),
+      clock: systemClock,
+      log: (_level, msg) => void logs.push(msg),
+      keeper: e.manager.keeper,
+    });
+    leader.start();
+    await waitFor(() => leader.leading, 10_000, "the intake");
+    // Renewed a few times by the thread, then a stall past the fence.
+    await sleep(1_500);
+    stall(3_000);
+    await sleep(100);
+    expect(leader.leading).toBe(true);
+    expect(logs).not.toContain("this engine is no longer the intake");
+    expect((await store.get(INTAKE_LEASE_KEY))?.value.owner).toBe("intake");
+    await leader.stop();
+    expect(await store.get(INTAKE_LEASE_KEY)).toBeNull();
+    await e.manager.stop();
   }, 60_000);
 });

@@ -10,6 +10,7 @@ import type { Store } from "../../store/index.ts";
 import {
   applyRecovery,
   EngineLink,
+  INTAKE_LEASE_KEY,
   LeaseKeeperThread,
   readRecovery,
   RecentAlertIds,
@@ -193,8 +194,8 @@ export async function startEngine(p: EngineParts): Promise<Engine> {
       fromStore: p.fromStore,
       partitions: config.leasePartitions,
       // The renewals on a thread of their own: a take-over's stall of this thread's event loop must not let this
-      // engine's own leases lapse (docs/scaling.md, "The lease keeper").
-      lease: { keeper: new LeaseKeeperThread({ servers: nats.servers }) },
+      // engine's own leases lapse, nor the intake's (docs/scaling.md, "The lease keeper").
+      lease: { keeper: new LeaseKeeperThread({ servers: nats.servers, alsoKeys: p.shared !== null ? [INTAKE_LEASE_KEY] : [] }) },
       // One pass over the buckets for a failover's states only on a single server: on a cluster the pass's consumer
       // can sit on a follower that lags, and bench:cluster restored hundreds of assets cold from what it missed.
       bulkRestore: config.natsReplicas === 1,

@@ -103,6 +103,8 @@ export function sharedIntake(p: SharedIntakeParts): SharedIntake {
           }),
         clock: p.baseClock,
         log,
+        // The partitions' keeper renews the intake lease too: a stall of this thread must not move the intake.
+        keeper: part.leases.keeper,
       });
       p.throttle.alsoWatch(() => leader.pressure());
       leader.start();

@@ -5,6 +5,7 @@ import type { EpochMs, Sample } from "../../methodology/index.ts";
 import type { SupplyLeg } from "../sources/legs.ts";
 import { decodeIntakeBatch } from "./intake-batch.ts";
 import type { IntakePublisher } from "./intake-publisher.ts";
+import type { LeaseKeeper } from "./lease-keeper.ts";
 import { LEASE_MARGIN_MS, LEASE_TTL_MS, LeaseConflictError, type LeaseStore } from "./lease-store.ts";
 import type { LogFn } from "./sample-recorder.ts";
 import { TOPOLOGY } from "./topology.ts";
@@ -41,6 +42,11 @@ export interface IntakeLeaderOptions {
   readonly ttlMs?: number;
   readonly renewEveryMs?: number;
   readonly fenceAfterMs?: number;
+  /**
+   * Renews the intake lease off this thread (the partitions' `LeaseKeeperThread`, started, with `INTAKE_LEASE_KEY`
+   * among its keys), so a stall of this thread's event loop does not move the intake. Default: renewed here.
+   */
+  readonly keeper?: LeaseKeeper | null;
 }
 
 interface Term {
@@ -107,8 +113,10 @@ export class IntakeLeader {
 
   async #round(): Promise<void> {
     try {
-      if (this.#term !== null) await this.#renew(this.#term);
-      else await this.#campaign();
+      // The keeper's thread renews a term on its own.
+      if (this.#term !== null) {
+        if (this.#o.keeper == null) await this.#renew(this.#term);
+      } else await this.#campaign();
     } catch (e) {
       this.#o.log("warn", "intake lease round failed", { error: e instanceof Error ? e.message : String(e) });
     }
@@ -116,10 +124,28 @@ export class IntakeLeader {
 
   /** (Re)arms the self-fencing deadline from the sending of the write that just succeeded. */
   #armFence(t: Term, sentAt: number): void {
+    t.deadline = sentAt + this.#fenceAfter;
+    this.#armTimer(t);
+  }
+
+  /** The fence's timer, at the term's deadline; when it runs, a deadline the keeper's thread moved meanwhile re-arms it. */
+  #armTimer(t: Term): void {
     const { clock } = this.#o;
     clock.clearTimeout(t.fence);
-    t.deadline = sentAt + this.#fenceAfter;
-    t.fence = clock.setTimeout(() => void this.#end("fenced: the intake lease was not renewed in time"), Math.max(0, t.deadline - clock.now()));
+    t.fence = clock.setTimeout(
+      () => {
+        if (this.#term !== t) return;
+        if (clock.now() < this.#deadline(t)) return this.#armTimer(t);
+        void this.#end("fenced: the intake lease was not renewed in time");
+      },
+      Math.max(0, this.#deadline(t) - clock.now()),
+    );
+  }
+
+  /** The term's fencing deadline: from its last write this thread knows of, or the keeper's thread wrote since. */
+  #deadline(t: Term): number {
+    const keeper = this.#o.keeper;
+    return keeper == null ? t.deadline : Math.max(t.deadline, keeper.sentAt(INTAKE_LEASE_KEY) + this.#fenceAfter);
   }
 
   async #campaign(): Promise<void> {
@@ -156,11 +182,12 @@ export class IntakeLeader {
     const seal = (): void => {
       if (this.#term !== t) return;
       // Past the fencing deadline, whether or not the fence's timer has run yet (a busy event loop runs it late).
-      if (clock.now() >= t.deadline) return void this.#end("fenced: the intake lease was not renewed in time");
+      if (clock.now() >= this.#deadline(t)) return void this.#end("fenced: the intake lease was not renewed in time");
       publisher.seal(watermark());
       t.sealer = clock.setTimeout(seal, every);
     };
     this.#term = t;
+    this.#o.keeper?.hold(INTAKE_LEASE_KEY, { revision, sentAt }, () => void (this.#term === t && this.#end("the intake lease was taken")));
     this.#armFence(t, sentAt);
     t.sealer = clock.setTimeout(seal, every);
     this.#terms++;
@@ -197,6 +224,7 @@ export class IntakeLeader {
   }
 
   #endTerm(t: Term): void {
+    this.#o.keeper?.drop(INTAKE_LEASE_KEY);
     t.subscription.unsubscribe();
     this.#o.clock.clearTimeout(t.sealer);
     this.#o.clock.clearTimeout(t.fence);
@@ -209,9 +237,11 @@ export class IntakeLeader {
     const t = this.#term;
     if (t === null) return;
     this.#term = null;
+    // The keeper's thread stops renewing, and answers with the revision it wrote last (null: it is not ours any more).
+    const last = this.#o.keeper == null ? t : await this.#o.keeper.letGo(INTAKE_LEASE_KEY);
     this.#endTerm(t);
     t.publisher.seal(t.watermark());
     await t.publisher.close();
-    await this.#o.store.remove(INTAKE_LEASE_KEY, t.revision).catch(() => {});
+    if (last !== null) await this.#o.store.remove(INTAKE_LEASE_KEY, last.revision).catch(() => {});
   }
 }

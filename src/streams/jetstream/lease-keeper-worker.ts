@@ -34,7 +34,7 @@ try {
   const nc = await connect({ servers: [...data.servers], name: "peg-oracle-leases", maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
   const store = await natsLeaseStore(nc, "open");
   const slots = new BigInt64Array(data.shared);
-  const slotOf = new Map(data.units.map((u, i) => [u, i + 1]));
+  const slotOf = new Map(data.keys.map((k, i) => [k, i + 1]));
   const held = new Map<string, Kept>();
   let stopped = false;
   const context: RenewalContext = { store, clock: systemClock, self: data.self, ttl: data.ttlMs, fenceAfter: data.fenceAfterMs, log, stopped: () => stopped };
@@ -42,17 +42,17 @@ try {
   const renewals = new Renewals({
     context,
     held,
-    key: (unit) => `${data.keyPrefix}${unit}`,
+    key: (key) => key,
     everyMs: data.everyMs,
     tickMs: data.tickMs,
     heartbeat,
-    settled: (unit, lease, outcome) => {
-      if (outcome === "renewed") Atomics.store(slots, slotOf.get(unit)!, BigInt(Math.floor(lease.sentAt)));
+    settled: (key, lease, outcome) => {
+      if (outcome === "renewed") Atomics.store(slots, slotOf.get(key)!, BigInt(Math.floor(lease.sentAt)));
       // Renewed, or handed back (the engine's `let-go` takes it from here).
       if (outcome === "renewed" || lease.releasing === true) return;
-      held.delete(unit);
+      held.delete(key);
       // "gone": given up at its fencing deadline, which the engine keeps on its own clock.
-      if (outcome === "taken") post({ type: "taken", unit, term: (lease as Kept).term });
+      if (outcome === "taken") post({ type: "taken", key, term: (lease as Kept).term });
     },
   });
   // Renewals only while the engine's loop beats: a wedged engine must lose its leases.
@@ -67,19 +67,19 @@ try {
       log("error", "the engine's event loop has not run for too long: its leases are left to lapse", { silent_ms: silent, max_stall_ms: data.maxStallMs });
     }
   }, data.tickMs);
-  const letGo = async (unit: string, id: number) => {
-    const lease = held.get(unit);
+  const letGo = async (key: string, id: number) => {
+    const lease = held.get(key);
     if (lease === undefined) return post({ type: "let-go", id, lease: null });
     lease.releasing = true;
-    await renewals.of(unit);
-    const still = held.get(unit) === lease;
-    if (still) held.delete(unit);
+    await renewals.of(key);
+    const still = held.get(key) === lease;
+    if (still) held.delete(key);
     post({ type: "let-go", id, lease: still ? { revision: lease.revision, sentAt: lease.sentAt } : null });
   };
   port.on("message", (m: ToKeeper) => {
-    if (m.type === "hold") held.set(m.unit, { revision: m.revision, sentAt: m.sentAt, term: m.term });
-    else if (m.type === "drop") held.delete(m.unit);
-    else if (m.type === "let-go") void letGo(m.unit, m.id);
+    if (m.type === "hold") held.set(m.key, { revision: m.revision, sentAt: m.sentAt, term: m.term });
+    else if (m.type === "drop") held.delete(m.key);
+    else if (m.type === "let-go") void letGo(m.key, m.id);
     else if (m.type === "stop")
       void (async () => {
         stopped = true;

@@ -8,9 +8,10 @@
  *
  * Fencing is unchanged. The thread renews only while the engine's event loop has run within `maxStallMs` (a beat the
  * engine writes in shared memory every tick), so an engine wedged for good loses its leases. Each successful
- * renewal's send instant is written to shared memory too, where the engine reads it (`sentAt`): it decides for a unit
+ * renewal's send instant is written to shared memory too, where the engine reads it (`sentAt`): it decides for a lease
  * only until that instant plus the fencing period, on its own clock, whether or not it has processed a message since.
- * A lease taken by another engine is told by message (`taken`), with the term of the hold it ends.
+ * A lease taken by another engine is told by message (`taken`), with the term of the hold it ends. The keeper holds
+ * the partitions' leases (`LeaseManager`) and the intake's (`IntakeLeader`), by key.
  */
 import { Worker } from "node:worker_threads";
 import type { LogFn } from "./engine-link.ts";
@@ -19,15 +20,12 @@ import type { HeldLease } from "./lease-renewal.ts";
 /** How the lease manager sets the keeper up (`start`). */
 export interface KeeperSetup {
   readonly self: string;
-  /** Every unit leased (the slots of the shared memory, by index). */
-  readonly units: readonly string[];
-  readonly keyPrefix: string;
+  /** Every lease key it may be told to hold (with `alsoKeys`, the slots of the shared memory, by index). */
+  readonly keys: readonly string[];
   readonly ttlMs: number;
   readonly everyMs: number;
   readonly tickMs: number;
   readonly fenceAfterMs: number;
-  /** Another engine holds `unit` now: the hold of `term` ended. */
-  taken(unit: string, term: number): void;
   readonly log: LogFn;
 }
 
@@ -35,14 +33,14 @@ export interface KeeperSetup {
 export interface LeaseKeeper {
   /** Starts renewing (and sending the heartbeat) once connected; resolves then. */
   start(setup: KeeperSetup): Promise<void>;
-  /** Renews `unit` from now on, from `held` (its revision and send instant); `term` names this hold. */
-  hold(unit: string, held: HeldLease, term: number): void;
-  /** The send instant of the unit's last successful write known to the keeper (0 when none). */
-  sentAt(unit: string): number;
-  /** Stops renewing `unit` and resolves, once no renewal of it is in flight, with its lease as last written (null: not held any more). */
-  letGo(unit: string): Promise<HeldLease | null>;
-  /** Stops renewing `unit` at once (fenced or taken). */
-  drop(unit: string): void;
+  /** Renews `key` from now on, from `held` (its revision and send instant); `taken` runs if another engine writes it. */
+  hold(key: string, held: HeldLease, taken: () => void): void;
+  /** The send instant of the key's last successful write known to the keeper (0 when none). */
+  sentAt(key: string): number;
+  /** Stops renewing `key` and resolves, once no renewal of it is in flight, with its lease as last written (null: not held any more). */
+  letGo(key: string): Promise<HeldLease | null>;
+  /** Stops renewing `key` at once (fenced or taken). */
+  drop(key: string): void;
   /** Stops: the heartbeat is deleted (a graceful stop) and the thread ends. */
   stop(): Promise<void>;
   /** Ends the thread without touching the store (a crash, in tests). */
@@ -52,6 +50,8 @@ export interface LeaseKeeper {
 export interface KeeperThreadOptions {
   /** The NATS servers the thread connects to (the engine's). */
   readonly servers: readonly string[];
+  /** Keys held besides the lease manager's (`KeeperSetup.keys`): the intake's. */
+  readonly alsoKeys?: readonly string[];
   /** The keeper renews only while the engine's event loop ran within this long. Default `LEASE_MAX_STALL_MS`. */
   readonly maxStallMs?: number;
 }
@@ -66,24 +66,24 @@ const STOP_TIMEOUT_MS = 5_000;
 
 export type ToKeeper =
   | { readonly type: "start"; readonly data: KeeperData }
-  | { readonly type: "hold"; readonly unit: string; readonly revision: number; readonly sentAt: number; readonly term: number }
-  | { readonly type: "let-go"; readonly unit: string; readonly id: number }
-  | { readonly type: "drop"; readonly unit: string }
+  | { readonly type: "hold"; readonly key: string; readonly revision: number; readonly sentAt: number; readonly term: number }
+  | { readonly type: "let-go"; readonly key: string; readonly id: number }
+  | { readonly type: "drop"; readonly key: string }
   | { readonly type: "stop" };
 
 export type FromKeeper =
   | { readonly type: "started" }
   | { readonly type: "failed"; readonly error: string }
-  | { readonly type: "taken"; readonly unit: string; readonly term: number }
+  | { readonly type: "taken"; readonly key: string; readonly term: number }
   | { readonly type: "let-go"; readonly id: number; readonly lease: HeldLease | null }
   | { readonly type: "log"; readonly level: "debug" | "info" | "warn" | "error"; readonly msg: string; readonly fields?: Record<string, unknown> }
   | { readonly type: "stopped" };
 
 /** What the thread is started with. */
-export interface KeeperData extends Omit<KeeperSetup, "taken" | "log"> {
+export interface KeeperData extends Omit<KeeperSetup, "log"> {
   readonly servers: readonly string[];
   readonly maxStallMs: number;
-  /** Slot 0: the engine loop's last beat; slot i + 1: unit i's last renewal sent (epoch ms). */
+  /** Slot 0: the engine loop's last beat; slot i + 1: key i's last renewal sent (epoch ms). */
   readonly shared: SharedArrayBuffer;
 }
 
@@ -95,6 +95,9 @@ export class LeaseKeeperThread implements LeaseKeeper {
   #index = new Map<string, number>();
   #beat: ReturnType<typeof setInterval> | null = null;
   #letGoes = new Map<number, (lease: HeldLease | null) => void>();
+  /** Per key, the hold a `taken` message may end: its term, and what to run. */
+  #holds = new Map<string, { readonly term: number; readonly taken: () => void }>();
+  #terms = 0;
   #nextId = 0;
   #stopping: Promise<void> | null = null;
 
@@ -103,10 +106,11 @@ export class LeaseKeeperThread implements LeaseKeeper {
   }
 
   async start(setup: KeeperSetup): Promise<void> {
-    const shared = new SharedArrayBuffer(8 * (setup.units.length + 1));
+    const keys = [...setup.keys, ...(this.#o.alsoKeys ?? [])];
+    const shared = new SharedArrayBuffer(8 * (keys.length + 1));
     const slots = new BigInt64Array(shared);
     this.#slots = slots;
-    this.#index = new Map(setup.units.map((u, i) => [u, i + 1]));
+    this.#index = new Map(keys.map((k, i) => [k, i + 1]));
     const beat = () => Atomics.store(slots, 0, BigInt(Date.now()));
     beat();
     // The engine loop's beat: the thread renews only while this runs.
@@ -116,8 +120,7 @@ export class LeaseKeeperThread implements LeaseKeeper {
     this.#worker = worker;
     const data: KeeperData = {
       self: setup.self,
-      units: setup.units,
-      keyPrefix: setup.keyPrefix,
+      keys,
       ttlMs: setup.ttlMs,
       everyMs: setup.everyMs,
       tickMs: setup.tickMs,
@@ -141,7 +144,13 @@ export class LeaseKeeperThread implements LeaseKeeper {
           worker.on("error", (e) => setup.log("error", "the lease keeper's thread failed; the leases will lapse", { error: e.message }));
           resolve();
         } else if (m.type === "failed") fail(m.error);
-        else if (m.type === "taken") setup.taken(m.unit, m.term);
+        else if (m.type === "taken") {
+          const hold = this.#holds.get(m.key);
+          if (hold?.term === m.term) {
+            this.#holds.delete(m.key);
+            hold.taken();
+          }
+        }
         else if (m.type === "let-go") {
           this.#letGoes.get(m.id)?.(m.lease);
           this.#letGoes.delete(m.id);
@@ -154,30 +163,35 @@ export class LeaseKeeperThread implements LeaseKeeper {
     this.#worker?.postMessage(m);
   }
 
-  hold(unit: string, held: HeldLease, term: number): void {
-    Atomics.store(this.#slots!, this.#slot(unit), BigInt(Math.floor(held.sentAt)));
-    this.#post({ type: "hold", unit, revision: held.revision, sentAt: held.sentAt, term });
+  hold(key: string, held: HeldLease, taken: () => void): void {
+    if (this.#slots === null) throw new Error("the lease keeper is not started");
+    const term = ++this.#terms;
+    this.#holds.set(key, { term, taken });
+    Atomics.store(this.#slots, this.#slot(key), BigInt(Math.floor(held.sentAt)));
+    this.#post({ type: "hold", key, revision: held.revision, sentAt: held.sentAt, term });
   }
 
-  sentAt(unit: string): number {
-    return this.#slots === null ? 0 : Number(Atomics.load(this.#slots, this.#slot(unit)));
+  sentAt(key: string): number {
+    return this.#slots === null ? 0 : Number(Atomics.load(this.#slots, this.#slot(key)));
   }
 
-  letGo(unit: string): Promise<HeldLease | null> {
+  letGo(key: string): Promise<HeldLease | null> {
+    this.#holds.delete(key);
     if (this.#worker === null || this.#stopping !== null) return Promise.resolve(null);
     const id = ++this.#nextId;
     const answered = new Promise<HeldLease | null>((resolve) => this.#letGoes.set(id, resolve));
-    this.#post({ type: "let-go", unit, id });
+    this.#post({ type: "let-go", key, id });
     return answered;
   }
 
-  drop(unit: string): void {
-    this.#post({ type: "drop", unit });
+  drop(key: string): void {
+    this.#holds.delete(key);
+    this.#post({ type: "drop", key });
   }
 
-  #slot(unit: string): number {
-    const i = this.#index.get(unit);
-    if (i === undefined) throw new Error(`unit ${unit} is not leased`);
+  #slot(key: string): number {
+    const i = this.#index.get(key);
+    if (i === undefined) throw new Error(`the lease keeper does not hold ${key}`);
     return i;
   }
 

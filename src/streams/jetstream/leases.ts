@@ -47,8 +47,6 @@ const OVERDUE_MS = 1_000;
 
 interface Held extends HeldLease {
   fence: unknown;
-  /** This hold's number (the keeper names the hold a `taken` ends). */
-  readonly term: number;
 }
 
 /**
@@ -75,7 +73,6 @@ export class LeaseManager {
   readonly #renewals: Renewals;
   readonly #heartbeat: Heartbeat;
   readonly #keeper: LeaseKeeper | null;
-  #terms = 0;
   #planning: Promise<void> | null = null;
   #stopped = false;
   /** The planning failed: run again soon, not after a period. */
@@ -138,7 +135,7 @@ export class LeaseManager {
 
   /** When the unit's last successful write was sent: as this thread knows it, or as the keeper's thread wrote it since. */
   #sentAt(unit: string, held: Held): number {
-    return this.#keeper === null ? held.sentAt : Math.max(held.sentAt, this.#keeper.sentAt(unit));
+    return this.#keeper === null ? held.sentAt : Math.max(held.sentAt, this.#keeper.sentAt(this.#key(unit)));
   }
 
   /**
@@ -154,6 +151,11 @@ export class LeaseManager {
     return { ...this.#stats, held: this.#held.size };
   }
 
+  /** The thread that renews the leases, if not this one (`LeaseManagerOptions.keeper`). */
+  get keeper(): LeaseKeeper | null {
+    return this.#keeper;
+  }
+
   /**
    * Runs a first round now (renewals, then acquire/release), then two loops every `renewEveryMs`: renewals (with the
    * heartbeat), and planning (list, acquire, release). Renewals never wait for a slow listing.
@@ -161,10 +163,8 @@ export class LeaseManager {
   async start(): Promise<void> {
     const keeper = this.#keeper;
     if (keeper !== null) {
-      const { self } = this.#o;
-      const units = this.#o.assets;
-      const setup = { self, units, keyPrefix: this.#prefix, ttlMs: this.#ttl, everyMs: this.#every, tickMs: this.#tick, fenceAfterMs: this.#fenceAfter, log: this.#log };
-      await keeper.start({ ...setup, taken: (unit, term) => this.#taken(unit, this.#held.get(unit), term) });
+      const keys = this.#o.assets.map((unit) => this.#key(unit));
+      await keeper.start({ self: this.#o.self, keys, ttlMs: this.#ttl, everyMs: this.#every, tickMs: this.#tick, fenceAfterMs: this.#fenceAfter, log: this.#log });
     }
     return this.#loops();
   }
@@ -293,9 +293,9 @@ export class LeaseManager {
     return false;
   }
 
-  /** Another engine holds the unit now (a renewal found it written; `term`: the hold the keeper's message ends). */
-  #taken(mint: string, held: Held | undefined, term = held?.term): void {
-    if (held === undefined || this.#held.get(mint) !== held || held.term !== term) return;
+  /** Another engine holds the unit now (a renewal found it written). */
+  #taken(mint: string, held: Held): void {
+    if (this.#held.get(mint) !== held) return;
     this.#drop(mint, held);
     this.#stats.lost++;
     this.#log("warn", "lease lost: another engine took the asset", { mint });
@@ -305,14 +305,14 @@ export class LeaseManager {
   #drop(mint: string, held: Held): void {
     if (held.fence !== null) this.#o.clock.clearTimeout(held.fence);
     this.#held.delete(mint);
-    this.#keeper?.drop(mint);
+    this.#keeper?.drop(this.#key(mint));
   }
 
   /** Holds `unit` from a write sent at `sentAt` (its revision `revision`): fence armed, the keeper told, the start run. */
   #hold(unit: string, revision: number, sentAt: number): void {
-    const held: Held = { revision, sentAt, fence: null, term: ++this.#terms };
+    const held: Held = { revision, sentAt, fence: null };
     this.#held.set(unit, held);
-    this.#keeper?.hold(unit, held, held.term);
+    this.#keeper?.hold(this.#key(unit), held, () => this.#taken(unit, held));
     this.#armFence(unit, held);
     this.#stats.acquired++;
     this.#start(unit);
@@ -363,7 +363,7 @@ export class LeaseManager {
     if (held === undefined || held.releasing === true) return;
     held.releasing = true;
     // The keeper's thread stops renewing it too, and answers with the lease as last written.
-    const lastWrite = this.#keeper?.letGo(mint);
+    const lastWrite = this.#keeper?.letGo(this.#key(mint));
     // A unit still starting is released once started: its actors would otherwise start after the release stopped them.
     await this.#starting.get(mint);
     // The actor stops and its state is flushed while the lease is still ours (the fence keeps running meanwhile).
