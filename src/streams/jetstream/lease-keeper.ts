@@ -140,8 +140,13 @@ export class LeaseKeeperThread implements LeaseKeeper {
       worker.on("message", (m: FromKeeper) => {
         if (m.type === "started") {
           worker.removeAllListeners("error").removeAllListeners("exit");
-          // After the start, a thread that dies leaves the leases to lapse: the engine fences them at their deadlines.
-          worker.on("error", (e) => setup.log("error", "the lease keeper's thread failed; the leases will lapse", { error: e.message }));
+          // After the start, a thread that ends unasked would leave every lease to lapse, again and again: the engine
+          // fails instead (its leases lapse once, and its supervisor starts it again).
+          worker.on("error", (e) => setup.log("error", "the lease keeper's thread failed", { error: e.message }));
+          worker.once("exit", (code) => {
+            if (this.#worker !== worker || this.#stopping !== null) return;
+            throw new Error(`the lease keeper's thread ended (code ${code}): this engine can no longer renew its leases`);
+          });
           resolve();
         } else if (m.type === "failed") fail(m.error);
         else if (m.type === "taken") {
@@ -214,7 +219,8 @@ export class LeaseKeeperThread implements LeaseKeeper {
     this.#beat = null;
     for (const resolve of this.#letGoes.values()) resolve(null);
     this.#letGoes.clear();
-    void this.#worker?.terminate();
+    const worker = this.#worker;
     this.#worker = null;
+    void worker?.terminate();
   }
 }

@@ -275,8 +275,7 @@ export class LeaseManager {
     if (this.#held.get(mint) !== held) return;
     // Renewed meanwhile by the keeper's thread: the deadline moved.
     if (this.live(mint)) return this.#armFence(mint, held);
-    if (held.fence !== null) this.#o.clock.clearTimeout(held.fence);
-    this.#held.delete(mint);
+    this.#drop(mint, held);
     this.#stats.fenced++;
     this.#log("warn", "lease not renewed in time: stopping the asset before it can expire", { mint });
     this.#o.handlers.lost(mint, "fenced");
