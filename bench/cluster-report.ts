@@ -67,7 +67,28 @@ export interface ClusterRun {
 }
 
 /** What limits the figures and what is left, as measured (see docs/scaling.md). */
-const LIMITS = `**Runs of 2026-11-27 18:02-19:23 (the session after), at 10,000 assets, one sample every 10 s**,
+const LIMITS = `**Runs of 2026-11-27 21:09-21:17 (the session after), with the lease keeper (1d89bf0)**, on the machine of
+runs 24-41, each started once the 1-minute load average was below 1.2, \`BENCH_ASSETS=10000 BENCH_WRITE_DOC=0 npm run
+bench:cluster\`; columns as in the table below:
+
+| run | code | kill -> restored (moved; gap samples) | survivor A | survivor B | own lapsed | lost / duplicated / out of order / double-owner |
+|---|---|---:|---|---|---:|---|
+| 42 | 1d89bf0 | 3,592 ms (3,259; 2,903) | 2.90 / 3.59 (10), the intake's new engine | 2.40 / 3.03 (10) | 0 | 0 / 0 / 0 / 0 of 291 |
+| 43 | 1d89bf0 | 2,971 ms (3,141; 1,800) | 1.97 / 2.42 (10) | 2.05 / 2.97 (10) | 0 | 0 / 0 / 0 / 0 of 291 |
+| 44 | 1d89bf0 (the section above) | 2,872 ms (3,556; 3,195) | 2.00 / 2.64 (10) | 2.30 / 2.87 (12) | 0 | 0 / 0 / 0 / 0 of 292 |
+
+- **The lease keeper** (\`src/streams/jetstream/lease-keeper.ts\`, docs/scaling.md): each engine renews its leases and
+  the intake lease, and sends its heartbeat, from a thread of its own, which writes each renewal's send instant to
+  shared memory where the engine reads its fencing deadline. A survivor's stall at the take-over (0.6-0.7 s in these
+  runs) no longer lapses its own partitions: "own lapsed" is 0 in every run, where runs 25, 28, 32, 33, 35 and 41 had
+  22-103 and took up to 16.4 s. Kill -> restored: 2.87-3.59 s over 3 runs (median 2.97 s), against 3.10-16.44 s
+  (median 3.79 s) for the code before it on this machine.
+- **What is left of the 3 s**: the lease expiry (the survivors take the dead engine's leases 1.9-2.1 s after the kill),
+  then each survivor reads about 1,600 states (0.27-0.59 s for its last partition) and starts its partitions one after
+  another; the survivor that also becomes the intake starts the intake first (its new market model), and its
+  partitions waited 0.34-0.85 s for their turn in run 42.
+
+**Runs of 2026-11-27 18:02-19:23 (the session after), at 10,000 assets, one sample every 10 s**,
 \`BENCH_ASSETS=10000 BENCH_WRITE_DOC=0 npm run bench:cluster\` (25 and 28 with \`BENCH_CPU_PROF_DIR\`); from run 34 on each
 run started once the 1-minute load average was below 1.2. Each survivor's first and last restored partition in
 seconds after the kill (how many); "own lapsed": partitions a survivor held before the kill and lost, during the
