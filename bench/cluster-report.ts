@@ -67,15 +67,18 @@ export interface ClusterRun {
 }
 
 /** What limits the figures and what is left, as measured (see docs/scaling.md). */
-const LIMITS = `**Runs of 2026-11-27 21:09-21:17 (the session after), with the lease keeper (1d89bf0)**, on the machine of
-runs 24-41, each started once the 1-minute load average was below 1.2, \`BENCH_ASSETS=10000 BENCH_WRITE_DOC=0 npm run
+const LIMITS = `**Runs of 2026-11-27 21:09-21:47 (the session after), with the lease keeper**, on the machine of runs
+24-41, each started once the 1-minute load average was below 1.2, \`BENCH_ASSETS=10000 BENCH_WRITE_DOC=0 npm run
 bench:cluster\`; columns as in the table below:
 
 | run | code | kill -> restored (moved; gap samples) | survivor A | survivor B | own lapsed | lost / duplicated / out of order / double-owner |
 |---|---|---:|---|---|---:|---|
-| 42 | 1d89bf0 | 3,592 ms (3,259; 2,903) | 2.90 / 3.59 (10), the intake's new engine | 2.40 / 3.03 (10) | 0 | 0 / 0 / 0 / 0 of 291 |
+| 42 | 1d89bf0 (the keeper; TTL 2 s, renewed every 0.5 s) | 3,592 ms (3,259; 2,903) | 2.90 / 3.59 (10), the intake's new engine | 2.40 / 3.03 (10) | 0 | 0 / 0 / 0 / 0 of 291 |
 | 43 | 1d89bf0 | 2,971 ms (3,141; 1,800) | 1.97 / 2.42 (10) | 2.05 / 2.97 (10) | 0 | 0 / 0 / 0 / 0 of 291 |
-| 44 | 1d89bf0 (the section above) | 2,872 ms (3,556; 3,195) | 2.00 / 2.64 (10) | 2.30 / 2.87 (12) | 0 | 0 / 0 / 0 / 0 of 292 |
+| 44 | 1d89bf0 | 2,872 ms (3,556; 3,195) | 2.00 / 2.64 (10) | 2.30 / 2.87 (12) | 0 | 0 / 0 / 0 / 0 of 292 |
+| 45 | + TTL 1.5 s, renewed every 0.3 s, fenced after 1 s | 2,713 ms (3,461; 3,460) | 1.80 / 2.61 (12) | 1.94 / 2.71 (10) | 0 | 0 / 0 / 0 / 0 of 292 |
+| 46 | as 45 | 2,935 ms (3,070; 2,942) | 1.88 / 2.94 (10) | 2.12 / 2.67 (10) | 0 | 0 / 0 / 0 / 0 of 291 |
+| 47 | as 45 (the section above) | 2,497 ms (3,449; 3,449) | 1.73 / 2.53 (10) | 1.91 / 2.46 (12) | 0 | 0 / 0 / 0 / 0 of 292 |
 
 - **The lease keeper** (\`src/streams/jetstream/lease-keeper.ts\`, docs/scaling.md): each engine renews its leases and
   the intake lease, and sends its heartbeat, from a thread of its own, which writes each renewal's send instant to
@@ -83,10 +86,18 @@ bench:cluster\`; columns as in the table below:
   runs) no longer lapses its own partitions: "own lapsed" is 0 in every run, where runs 25, 28, 32, 33, 35 and 41 had
   22-103 and took up to 16.4 s. Kill -> restored: 2.87-3.59 s over 3 runs (median 2.97 s), against 3.10-16.44 s
   (median 3.79 s) for the code before it on this machine.
-- **What is left of the 3 s**: the lease expiry (the survivors take the dead engine's leases 1.9-2.1 s after the kill),
-  then each survivor reads about 1,600 states (0.27-0.59 s for its last partition) and starts its partitions one after
-  another; the survivor that also becomes the intake starts the intake first (its new market model), and its
-  partitions waited 0.34-0.85 s for their turn in run 42.
+- **A shorter lease** (runs 45-47): with the renewals off the engine's event loop, the TTL went from 2 s to 1.5 s
+  (renewed every 0.3 s, fenced 1 s after the last renewal sent, the same 0.5 s of margin for clocks). The survivors take
+  the dead engine's leases about 1.5 s after the kill instead of 1.9-2.1 s: 2.50-2.94 s over 3 runs (median 2.71 s),
+  **under 3 s in each**. No renewal failed outside the faults; leases lapsed only when the killed nats-server led
+  \`PEG_LEASES\` (runs 45 and 47, 64 partitions each, as in run 42 with the 2 s TTL: an election takes 4-7 s). An
+  engine cut off from NATS fences itself 0.85-1.0 s after the cut instead of 1.1-1.5 s. Renewal writes: 213 a second
+  for 64 partitions instead of 128.
+- **What is left of the 3 s**: three runs are not a distribution, and the margin is small (2.94 s in run 46). After
+  the lease expiry, each survivor reads about 1,600 states (0.08-0.56 s for its last partition) and starts its
+  partitions one after another, 0.05-0.08 s each (about 0.4 ms of CPU per asset, most of it XState's); a partition
+  waits its turn 0.16-0.75 s. The survivor that also becomes the intake starts the intake first (its new market
+  model): in run 42 its partitions waited 0.34-0.85 s.
 
 **Runs of 2026-11-27 18:02-19:23 (the session after), at 10,000 assets, one sample every 10 s**,
 \`BENCH_ASSETS=10000 BENCH_WRITE_DOC=0 npm run bench:cluster\` (25 and 28 with \`BENCH_CPU_PROF_DIR\`); from run 34 on each

@@ -98,8 +98,8 @@ describe("the lease keeper's thread", () => {
 
   it("lets the leases lapse when the engine's loop stays blocked past maxStallMs", async () => {
     const wedged = await engine("wedged", { maxStallMs: 1_000 });
-    // The thread renews for 1 s of it at most: the last renewal was sent by then, its lease fenced 1.5 s and expired
-    // 2 s later, before the stall ends.
+    // The thread renews for 1 s of it at most: the last renewal was sent by then, its lease fenced 1 s and expired
+    // 1.5 s later, before the stall ends.
     stall(4_000);
     expect((await leases()).filter((l) => l.live)).toEqual([]);
     await sleep(100);

@@ -2,7 +2,7 @@
  * A renewal that goes unanswered is tried again before the fencing deadline (issue 26): after a nats-server dies, a
  * renewal sent on the connection to it is lost, and the engine reconnects to another node within milliseconds. With a
  * single try per period (1 s timeout, the next period 0.5 s later) that one lost request stopped the partition. On a
- * simulated clock with the default timings (TTL 2 s, renewals every 0.5 s, fence at 1.5 s). And a unit past its fencing
+ * simulated clock with the default timings (TTL 1.5 s, renewals every 0.3 s, fence at 1 s). And a unit past its fencing
  * deadline is not `live`, whenever its fence's timer runs.
  */
 import { describe, expect, it } from "vitest";
@@ -64,7 +64,7 @@ describe("lease renewal", () => {
     expect(lostAt).not.toBeNull();
     expect(lost).toEqual([]);
     expect([...m.held]).toEqual(["a"]);
-    // It waited half of what its deadline left (500 ms), not the 1 s that left no time for a second try.
+    // It waited half of what its deadline left (at most 500 ms), not the 1 s that left no time for a second try.
     expect(Math.max(...s.timeouts)).toBeLessThanOrEqual(500);
     m.abandon();
   });

@@ -278,7 +278,7 @@ describe("LeaseManager on a CAS store", () => {
     const term = a.manager.term("mint0");
     expect(term()).toBe(true);
     a.link.cut = true;
-    await w.advance(2_000); // fenced 1.5 s after the last renewal
+    await w.advance(2_000); // fenced 1 s after the last renewal
     expect(a.manager.held.has("mint0")).toBe(false);
     expect(term()).toBe(false);
     a.link.cut = false;
@@ -319,7 +319,7 @@ describe("LeaseManager on a CAS store", () => {
       }
     };
     await advance(100);
-    link.cut = true; // fenced 1.5 s in, while its restore reads
+    link.cut = true; // fenced 1 s in, while its restore reads
     await advance(2_500);
     link.cut = false; // expired: taken again, its first restore still running
     await advance(12_000);

@@ -100,8 +100,8 @@ function held(e: RoleProcess): Set<string> {
 /**
  * Kills `victim` (SIGKILL) once the engines share the assets, waits until `survivor` runs every asset and two more
  * ticks, then compares what PEG_INTAKE holds for the moved assets from the kill on with what PEG_SAMPLES holds: each
- * evaluated once, in order. The victim's leases expire 1.5-2 s after the kill (2 s after its last renewal, sent at
- * most 0.5 s before), and restoring about 5,000 assets takes seconds more: the samples of a tick or more fall between
+ * evaluated once, in order. The victim's leases expire 1.2-1.5 s after the kill (1.5 s after its last renewal, sent at
+ * most 0.3 s before), and restoring about 5,000 assets takes a second or more: the samples of a tick can fall between
  * the kill and the take-over.
  */
 async function failover(jsm: JetStreamManager, victim: RoleProcess, survivor: RoleProcess, wasIntake: boolean) {

@@ -6,7 +6,7 @@ const REPORT_MS = 500;
 
 /**
  * Logs each stall of the event loop longer than 500 ms ("event loop blocked", with how long). An engine's leases are
- * fenced 1.5 s after their last renewal was sent, and a renewal's answer cannot be read while the loop is blocked: the
+ * renewed by a thread of their own (`LeaseKeeperThread`), which gives them up once this loop has not run for 5 s: the
  * operator (and bench:cluster) sees whether a lapsed lease was this process's own stall or a slow NATS. Returns the
  * stop.
  */

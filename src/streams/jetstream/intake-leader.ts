@@ -6,7 +6,7 @@ import type { SupplyLeg } from "../sources/legs.ts";
 import { decodeIntakeBatch } from "./intake-batch.ts";
 import type { IntakePublisher } from "./intake-publisher.ts";
 import type { LeaseKeeper } from "./lease-keeper.ts";
-import { LEASE_MARGIN_MS, LEASE_TTL_MS, LeaseConflictError, type LeaseStore } from "./lease-store.ts";
+import { LEASE_MARGIN_MS, LEASE_RENEW_EVERY_MS, LEASE_TTL_MS, LeaseConflictError, type LeaseStore } from "./lease-store.ts";
 import type { LogFn } from "./sample-recorder.ts";
 import { TOPOLOGY } from "./topology.ts";
 
@@ -83,7 +83,7 @@ export class IntakeLeader {
   constructor(options: IntakeLeaderOptions) {
     this.#o = options;
     this.#ttl = options.ttlMs ?? LEASE_TTL_MS;
-    this.#every = options.renewEveryMs ?? 500;
+    this.#every = options.renewEveryMs ?? LEASE_RENEW_EVERY_MS;
     this.#fenceAfter = options.fenceAfterMs ?? this.#ttl - LEASE_MARGIN_MS;
     if (!(this.#every < this.#fenceAfter && this.#fenceAfter < this.#ttl)) throw new RangeError("lease timing must satisfy renewEveryMs < fenceAfterMs < ttlMs");
   }

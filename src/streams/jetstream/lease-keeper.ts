@@ -1,7 +1,7 @@
 /**
  * The lease keeper: an engine's lease renewals and heartbeat on a thread of their own (`worker_threads`, with its own
  * NATS connection; `lease-keeper-worker.ts` is the other side). On the engine's thread they lapsed whenever its event
- * loop stalled past the 1.5 s fence: a survivor restoring a dead engine's partitions stalled 0.7-1.4 s on this
+ * loop stalled past the fence (then 1.5 s): a survivor restoring a dead engine's partitions stalled 0.7-1.4 s on this
  * machine, past the fence under load, and then lost its own partitions too, which moved again (a 16 s take-over in
  * bench:cluster; in CI, a 107 s one, with gap samples evaluated twice). A stall is not a death: the engine decides
  * again as soon as its loop runs, with its samples waiting in their consumer.

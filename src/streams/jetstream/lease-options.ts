@@ -28,9 +28,9 @@ export interface LeaseManagerOptions {
   /** Wall clock (leases are wall-clock time, whatever the feed's clock). */
   readonly clock: Clock;
   readonly handlers: LeaseHandlers;
-  /** Lease lifetime. Default `LEASE_TTL_MS` (2,000 ms): a dead engine's assets move 2 s after its last renewal. */
+  /** Lease lifetime. Default `LEASE_TTL_MS` (1,500 ms): a dead engine's assets move 1.5 s after its last renewal. */
   readonly ttlMs?: number;
-  /** Renewal and rebalancing period. Default 500 ms. */
+  /** Renewal and rebalancing period. Default `LEASE_RENEW_EVERY_MS` (300 ms). */
   readonly renewEveryMs?: number;
   /**
    * Stop an asset this long after sending its last successful renewal. Default `ttlMs - LEASE_MARGIN_MS` (1,500 ms):

@@ -12,9 +12,14 @@ import { untilAnswered } from "./until-answered.ts";
 
 /**
  * Default lease lifetime: how long after a dead engine's last renewal its units move (issue 26: kill -> restored
- * < 3 s). Renewed every 500 ms, fenced 1,500 ms after the last renewal sent.
+ * < 3 s). Renewed every 300 ms (`LEASE_RENEW_EVERY_MS`), fenced 1,000 ms after the last renewal sent. It was 2 s,
+ * renewed every 500 ms, until the renewals moved to a thread of their own (`lease-keeper.ts`), where a stall of the
+ * engine's event loop no longer delays them: bench:cluster's kill -> restored went from 2.87-3.59 s to 2.50-2.94 s
+ * over 3 runs each, with no renewal failing outside the faults (docs/benchmarks.md, "Cluster").
  */
-export const LEASE_TTL_MS = 2_000;
+export const LEASE_TTL_MS = 1_500;
+/** Default renewal (and planning) period of a lease: three tries before its fencing deadline. */
+export const LEASE_RENEW_EVERY_MS = 300;
 /**
  * Between an owner's fence and its lease's expiry: what the engines' clocks may disagree by (NTP keeps them within
  * milliseconds). A late fence timer is not counted here: a lease's holder stops deciding at the deadline whatever its
@@ -112,7 +117,7 @@ export async function natsLeaseStore(nc: NatsConnection, replicas: number | "ope
   };
   const update = async (key: string, value: LeaseValue, revision: number, timeoutMs = 1_000): Promise<number> => {
     try {
-      // A short timeout: a renewal must land well within the fencing deadline (1.5 s after it was sent), or be retried.
+      // A short timeout: a renewal must land well within the fencing deadline (1 s after it was sent), or be retried.
       return await kv.update(key, encode(value), revision, timeoutMs);
     } catch (e) {
       if (isConflict(e)) throw new LeaseConflictError(key);

@@ -5,7 +5,7 @@ import type { LeaseKeeper } from "./lease-keeper.ts";
 import type { HeldLease } from "./lease-renewal.ts";
 import { Renewals } from "./lease-renewals.ts";
 import type { LeaseManagerOptions } from "./lease-options.ts";
-import { LEASE_KEYS, LEASE_MARGIN_MS, LEASE_TTL_MS, LeaseConflictError, type LeaseRecord } from "./lease-store.ts";
+import { LEASE_KEYS, LEASE_MARGIN_MS, LEASE_RENEW_EVERY_MS, LEASE_TTL_MS, LeaseConflictError, type LeaseRecord } from "./lease-store.ts";
 
 export type { LeaseHandlers, LeaseManagerOptions } from "./lease-options.ts";
 export { planLeases, type LeasePlan, type LeaseView } from "./lease-plan.ts";
@@ -13,6 +13,7 @@ export {
   LEASE_BUCKET,
   LEASE_KEYS,
   LEASE_MARGIN_MS,
+  LEASE_RENEW_EVERY_MS,
   LEASE_TTL_MS,
   LeaseConflictError,
   natsLeaseStore,
@@ -90,7 +91,7 @@ export class LeaseManager {
   constructor(options: LeaseManagerOptions) {
     this.#o = options;
     this.#ttl = options.ttlMs ?? LEASE_TTL_MS;
-    this.#every = options.renewEveryMs ?? 500;
+    this.#every = options.renewEveryMs ?? LEASE_RENEW_EVERY_MS;
     this.#fenceAfter = options.fenceAfterMs ?? this.#ttl - LEASE_MARGIN_MS;
     this.#tick = Math.max(10, Math.floor(this.#every / 5));
     if (!(this.#fenceAfter > 0 && this.#fenceAfter < this.#ttl && this.#every < this.#fenceAfter)) {
