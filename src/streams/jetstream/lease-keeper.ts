@@ -113,8 +113,10 @@ export class LeaseKeeperThread implements LeaseKeeper {
     this.#index = new Map(keys.map((k, i) => [k, i + 1]));
     const beat = () => Atomics.store(slots, 0, BigInt(Date.now()));
     beat();
-    // The engine loop's beat: the thread renews only while this runs.
-    this.#beat = setInterval(beat, setup.tickMs);
+    // The engine loop's beat: the thread renews only while this runs. Written in the loop's check phase, after its
+    // timers: when the loop wakes from a stall past the thread's limit, the fences due run before the thread can see
+    // the loop alive again and renew, so a wedged engine always fences its leases.
+    this.#beat = setInterval(() => setImmediate(beat), setup.tickMs);
     this.#beat.unref();
     const worker = new Worker(new URL("./lease-keeper-worker.mjs", import.meta.url));
     this.#worker = worker;
@@ -155,8 +157,7 @@ export class LeaseKeeperThread implements LeaseKeeper {
             this.#holds.delete(m.key);
             hold.taken();
           }
-        }
-        else if (m.type === "let-go") {
+        } else if (m.type === "let-go") {
           this.#letGoes.get(m.id)?.(m.lease);
           this.#letGoes.delete(m.id);
         } else if (m.type === "log") setup.log(m.level, m.msg, m.fields);
