@@ -38,14 +38,13 @@ try {
   const held = new Map<string, Kept>();
   let stopped = false;
   const context: RenewalContext = { store, clock: systemClock, self: data.self, ttl: data.ttlMs, fenceAfter: data.fenceAfterMs, log, stopped: () => stopped };
-  const heartbeat = new Heartbeat(store, data.self, data.ttlMs, log);
   const renewals = new Renewals({
     context,
     held,
     key: (key) => key,
     everyMs: data.everyMs,
     tickMs: data.tickMs,
-    heartbeat,
+    heartbeat: new Heartbeat(store, data.self, data.ttlMs, log),
     settled: (key, lease, outcome) => {
       if (outcome === "renewed") Atomics.store(slots, slotOf.get(key)!, BigInt(Math.floor(lease.sentAt)));
       // Renewed, or handed back (the engine's `let-go` takes it from here).
@@ -58,7 +57,7 @@ try {
   // Renewals only while the engine's loop beats: a wedged engine must lose its leases.
   let wedged = false;
   const tick = setInterval(() => {
-    const silent = Date.now() - Number(Atomics.load(slots, 0));
+    const silent = systemClock.now() - Number(Atomics.load(slots, 0));
     if (silent <= data.maxStallMs) {
       wedged = false;
       void renewals.due();
@@ -85,7 +84,7 @@ try {
         stopped = true;
         clearInterval(tick);
         await Promise.allSettled(renewals.inFlight);
-        await heartbeat.remove();
+        await renewals.removeHeartbeat();
         await nc.close().catch(() => {});
         post({ type: "stopped" });
         port.close();

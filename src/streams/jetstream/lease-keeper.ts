@@ -14,6 +14,7 @@
  * the partitions' leases (`LeaseManager`) and the intake's (`IntakeLeader`), by key.
  */
 import { Worker } from "node:worker_threads";
+import { systemClock, type Clock } from "../../clock.ts";
 import type { LogFn } from "./engine-link.ts";
 import type { HeldLease } from "./lease-renewal.ts";
 
@@ -54,6 +55,8 @@ export interface KeeperThreadOptions {
   readonly alsoKeys?: readonly string[];
   /** The keeper renews only while the engine's event loop ran within this long. Default `LEASE_MAX_STALL_MS`. */
   readonly maxStallMs?: number;
+  /** The wall clock of the engine's beat (the thread reads the system clock: a simulated one cannot cross threads). */
+  readonly clock?: Clock;
 }
 
 /**
@@ -111,7 +114,8 @@ export class LeaseKeeperThread implements LeaseKeeper {
     const slots = new BigInt64Array(shared);
     this.#slots = slots;
     this.#index = new Map(keys.map((k, i) => [k, i + 1]));
-    const beat = () => Atomics.store(slots, 0, BigInt(Date.now()));
+    const clock = this.#o.clock ?? systemClock;
+    const beat = () => Atomics.store(slots, 0, BigInt(Math.floor(clock.now())));
     beat();
     // The engine loop's beat: the thread renews only while this runs. Written in the loop's check phase, after its
     // timers: when the loop wakes from a stall past the thread's limit, the fences due run before the thread can see

@@ -40,6 +40,11 @@ export class Renewals {
     return [...this.#inFlight.values(), ...(beat === null ? [] : [beat])];
   }
 
+  /** Deletes the heartbeat (a graceful stop: the other engines stop counting this one at once). */
+  removeHeartbeat(): Promise<void> {
+    return this.#o.heartbeat.remove();
+  }
+
   /** The renewal of `unit` in flight, if any (a hand-back waits for it before deleting the key). */
   of(unit: string): Promise<void> | undefined {
     return this.#inFlight.get(unit);

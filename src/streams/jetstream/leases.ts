@@ -72,7 +72,6 @@ export class LeaseManager {
   #renewing: Promise<void> | null = null;
   /** The renewals and the heartbeat, on this thread; or the keeper's thread does them (`keeper`). */
   readonly #renewals: Renewals;
-  readonly #heartbeat: Heartbeat;
   readonly #keeper: LeaseKeeper | null;
   #planning: Promise<void> | null = null;
   #stopped = false;
@@ -98,7 +97,6 @@ export class LeaseManager {
       throw new RangeError("lease timing must satisfy 0 < renewEveryMs < fenceAfterMs < ttlMs");
     }
     this.#log = options.log ?? (() => {});
-    this.#heartbeat = new Heartbeat(options.store, options.self, this.#ttl, this.#log);
     this.#prefix = options.keyPrefix ?? "asset.";
     this.#keeper = options.keeper ?? null;
     this.#renewals = new Renewals({
@@ -107,7 +105,7 @@ export class LeaseManager {
       key: (unit) => this.#key(unit),
       everyMs: this.#every,
       tickMs: this.#tick,
-      heartbeat: this.#heartbeat,
+      heartbeat: new Heartbeat(options.store, options.self, this.#ttl, this.#log),
       settled: (unit, held, outcome) => {
         if (outcome === "renewed") this.#armFence(unit, held as Held);
         else if (outcome === "taken") this.#taken(unit, held as Held);
@@ -180,7 +178,7 @@ export class LeaseManager {
       // The keeper's thread renews (and beats) on its own.
       if (this.#stopped || this.#keeper !== null) return;
       this.#renewTimer = this.#o.clock.setTimeout(() => {
-        void this.#renewDue();
+        void this.#renewals.due();
         renewLoop();
       }, tick);
     };
@@ -211,13 +209,8 @@ export class LeaseManager {
   /** Heartbeat and every held lease's renewal (those not in flight already); resolves when they are answered. */
   #renewAll(): Promise<void> {
     if (this.#keeper !== null) return Promise.resolve();
-    this.#renewing ??= this.#renewDue(true).finally(() => (this.#renewing = null));
+    this.#renewing ??= this.#renewals.due(true).finally(() => (this.#renewing = null));
     return this.#renewing;
-  }
-
-  /** The renewals due, and the heartbeat (`Renewals.due`). */
-  #renewDue(all = false): Promise<void> {
-    return this.#renewals.due(all);
   }
 
   /** Lists the leases and engines, then acquires or releases (`planLeases`); concurrent calls share the run. */
@@ -393,7 +386,7 @@ export class LeaseManager {
     await Promise.allSettled([this.#renewing, this.#planning, ...this.#renewals.inFlight]);
     await Promise.all([...this.#held.keys()].map((mint) => this.#release(mint)));
     if (this.#keeper !== null) await this.#keeper.stop();
-    else await this.#heartbeat.remove();
+    else await this.#renewals.removeHeartbeat();
   }
 
   /** Stops the rounds and the fencing timers without touching the store (a crash, in tests). */
