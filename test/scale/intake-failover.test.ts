@@ -118,14 +118,14 @@ function held(e: RoleProcess): Set<string> {
 /**
  * Kills `victim` (SIGKILL) once the engines share the assets, waits until `survivor` runs every asset and two more
  * ticks, then compares what PEG_INTAKE holds for the moved assets from the kill on with what PEG_SAMPLES holds: each
- * evaluated once, in order. The victim's leases expire 1.2-1.5 s after the kill (1.5 s after its last renewal, sent at
+ * evaluated once, in order. The victim's leases expire 0.95-1.25 s after the kill (1.25 s after its last renewal, sent at
  * most 0.3 s before), and restoring about 5,000 assets takes a second or more. While the intake runs on, the kill comes
  * 0.5 s before its next tick, so that tick falls between the kill and the take-over for every moved asset (CI once
  * killed just after a tick, and the take-over came before the next one).
  */
 async function failover(jsm: JetStreamManager, victim: RoleProcess, survivor: RoleProcess, wasIntake: boolean) {
   // The intake runs on: kill just before its next tick, so that tick's samples are published while nobody can run the
-  // moved assets (the victim's leases outlive it by 1.2 s or more). When the victim is the intake, the new intake's
+  // moved assets (the victim's leases outlive it by 0.95 s or more). When the victim is the intake, the new intake's
   // ticks start with it, wherever the kill falls.
   if (!wasIntake) await sleep((await nextTickAt(jsm)) - KILL_LEAD_MS - Date.now());
   const moved = held(victim);

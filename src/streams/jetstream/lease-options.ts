@@ -28,13 +28,13 @@ export interface LeaseManagerOptions {
   /** Wall clock (leases are wall-clock time, whatever the feed's clock). */
   readonly clock: Clock;
   readonly handlers: LeaseHandlers;
-  /** Lease lifetime. Default `LEASE_TTL_MS` (1,500 ms): a dead engine's assets move 1.5 s after its last renewal. */
+  /** Lease lifetime. Default `LEASE_TTL_MS` (1,250 ms): a dead engine's assets move 1.25 s after its last renewal. */
   readonly ttlMs?: number;
   /** Renewal and rebalancing period. Default `LEASE_RENEW_EVERY_MS` (300 ms). */
   readonly renewEveryMs?: number;
   /**
-   * Stop an asset this long after sending its last successful renewal. Default `ttlMs - LEASE_MARGIN_MS` (1,500 ms):
-   * 0.5 s of margin for clock skew before anyone may take the lease (a late fence timer does not eat into it: `live`).
+   * Stop an asset this long after sending its last successful renewal. Default `ttlMs - LEASE_MARGIN_MS` (1,000 ms):
+   * 0.25 s of margin for clock skew before anyone may take the lease (a late fence timer does not eat into it: `live`).
    */
   readonly fenceAfterMs?: number;
   readonly log?: LogFn;

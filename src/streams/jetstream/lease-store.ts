@@ -12,20 +12,21 @@ import { untilAnswered } from "./until-answered.ts";
 
 /**
  * Default lease lifetime: how long after a dead engine's last renewal its units move (issue 26: kill -> restored
- * < 3 s). Renewed every 300 ms (`LEASE_RENEW_EVERY_MS`), fenced 1,000 ms after the last renewal sent. It was 2 s,
- * renewed every 500 ms, until the renewals moved to a thread of their own (`lease-keeper.ts`), where a stall of the
- * engine's event loop no longer delays them: bench:cluster's kill -> restored went from 2.87-3.59 s to 2.50-2.94 s
- * over 3 runs each, with no renewal failing outside the faults (docs/benchmarks.md, "Cluster").
+ * < 3 s). Renewed every 300 ms (`LEASE_RENEW_EVERY_MS`), fenced 1,000 ms after the last renewal sent, 250 ms before the
+ * lease expires (`LEASE_MARGIN_MS`). It was 2 s, renewed every 500 ms, until the renewals moved to a thread of their
+ * own (`lease-keeper.ts`), where a stall of the engine's event loop no longer delays them; then 1.5 s with 500 ms of
+ * margin: bench:cluster's kill -> restored went from 2.87-3.59 s to 2.50-3.07 s (docs/benchmarks.md, "Cluster").
  */
-export const LEASE_TTL_MS = 1_500;
+export const LEASE_TTL_MS = 1_250;
 /** Default renewal (and planning) period of a lease: three tries before its fencing deadline. */
 export const LEASE_RENEW_EVERY_MS = 300;
 /**
- * Between an owner's fence and its lease's expiry: what the engines' clocks may disagree by (NTP keeps them within
- * milliseconds). A late fence timer is not counted here: a lease's holder stops deciding at the deadline whatever its
- * timers do (`LeaseManager.live`).
+ * Between an owner's fence and its lease's expiry: what the engines' clocks may disagree by. NTP keeps machines
+ * within milliseconds of each other; 250 ms is two orders of magnitude more (it was 500 ms, and every survivor waited
+ * that long for nothing after a kill). A late fence timer is not counted here: a lease's holder stops deciding at the
+ * deadline whatever its timers do (`LeaseManager.live`).
  */
-export const LEASE_MARGIN_MS = 500;
+export const LEASE_MARGIN_MS = 250;
 
 /** The value of a lease or heartbeat key. `expires_at` is epoch milliseconds on the writer's clock. */
 export interface LeaseValue {
