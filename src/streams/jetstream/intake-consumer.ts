@@ -6,6 +6,7 @@ import type { SupplyLeg } from "../sources/legs.ts";
 import { decodeIntakeBatch, decodeIntakeSupplies, INTAKE_WATERMARK_HEADER } from "./intake-batch.ts";
 import { IntakeRing } from "./intake-ring.ts";
 import { limiter } from "./limiter.ts";
+import { orderedConsumer } from "./ordered-consumer.ts";
 import type { ReceivedSample } from "./recent-samples.ts";
 import type { LogFn } from "./sample-recorder.ts";
 import { subjects, TOPOLOGY } from "./topology.ts";
@@ -23,7 +24,7 @@ const HISTORY_SLACK_MS = 2_000;
 const HISTORIES_AT_ONCE = 4;
 /** Evaluation per turn of the event loop, at most (`#advance`). */
 const TURN_BUDGET_MS = 25;
-/** JetStream API timeout of a history read (its consumer's creation, info and deletion). */
+/** JetStream API timeout of a history read's stream info, and how long its consumer's creation is tried. */
 const HISTORY_TIMEOUT_MS = 10_000;
 /** Received messages kept for take-overs (`IntakeRing`): 60 s, at most 128 MiB (about 40 MB at 10,000 samples/s). */
 const RING = { windowMs: 60_000, maxBytes: 128 * 2 ** 20 } as const;
@@ -286,7 +287,12 @@ export class IntakeConsumer {
         });
       }
     }
-    const consumer = await this.#historyJs.consumers.get(TOPOLOGY.intake.stream, { filter_subjects: subjects.intake(Number(unit)), ...start });
+    const consumer = await orderedConsumer(
+      this.#o.nc,
+      TOPOLOGY.intake.stream,
+      { filter_subjects: subjects.intake(Number(unit)), ...start },
+      { what: `creating partition ${unit}'s history consumer`, budgetMs: HISTORY_TIMEOUT_MS, log: this.#o.log },
+    );
     const samples: ReceivedSample[] = [];
     try {
       if ((await consumer.info(true)).num_pending === 0) return samples;

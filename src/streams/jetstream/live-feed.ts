@@ -156,7 +156,8 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
     opened = await untilAnswered(
       "opening the transitions feed",
       async () => {
-        const consumer = await js.consumers.get(TOPOLOGY.transitions.stream, backfill);
+        // A copy per try: the client writes the consumer's name into the options it is given (ordered-consumer.ts).
+        const consumer = await js.consumers.get(TOPOLOGY.transitions.stream, { ...backfill });
         const info = await consumer.info(true);
         // Nothing in the window: everything after the stream's last sequence will be delivered.
         const emptyFrom = info.num_pending === 0 ? (await (await js.streams.get(TOPOLOGY.transitions.stream)).info(true)).state.last_seq + 1 : null;
@@ -222,7 +223,7 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
       // exited, a log line each time).
       for (let wait = 100; !stopped && !nc.isClosed(); wait = Math.min(wait * 2, REOPEN_MAX_WAIT_MS)) {
         try {
-          const c = await js.consumers.get(TOPOLOGY.transitions.stream, lastSeq === 0 ? backfill : { opt_start_seq: lastSeq + 1 });
+          const c = await js.consumers.get(TOPOLOGY.transitions.stream, lastSeq === 0 ? { ...backfill } : { opt_start_seq: lastSeq + 1 });
           return await c.consume(PULL);
         } catch (e) {
           log("warn", "live feed: cannot re-create the transitions consumer; retrying", { error: e instanceof Error ? e.message : String(e) });

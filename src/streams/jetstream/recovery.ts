@@ -5,6 +5,7 @@ import { parseTimestamp, stateFromReceipt, type AssetState } from "../../methodo
 import type { LogFn } from "./engine-link.ts";
 import { limiter } from "./limiter.ts";
 import { SAMPLE_TS_HEADER } from "./messages.ts";
+import { orderedConsumer } from "./ordered-consumer.ts";
 import { subjects, TOPOLOGY, type Topology } from "./topology.ts";
 
 export interface RecoverySummary {
@@ -165,6 +166,8 @@ export const BULK_FROM = 32;
 
 /** Assets whose reads are in flight at once (each one or two NATS requests). */
 const READS_AT_ONCE = 64;
+/** How long a pass's consumer creation is tried (`orderedConsumer`): about as long as one request used to wait. */
+const PASS_CREATE_BUDGET_MS = 5_000;
 
 async function snapshotText(topology: Topology, mint: string): Promise<string | null> {
   const entry = await topology.actors.get(mint);
@@ -226,8 +229,7 @@ export interface TransitionPass {
  * last message was replaced before the pass reached it was skipped, and is read on its own.
  */
 async function lastPerSubject(topology: Topology, stream: string, filter: string): Promise<{ messages: JsMsg[]; complete: boolean }> {
-  const js = topology.jsm.jetstream();
-  const consumer = await js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.LastPerSubject });
+  const consumer = await orderedConsumer(topology.nc, stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.LastPerSubject }, { what: `creating a pass over ${stream}`, budgetMs: PASS_CREATE_BUDGET_MS });
   const out: JsMsg[] = [];
   try {
     if ((await consumer.info(true)).num_pending === 0) return { messages: out, complete: true };

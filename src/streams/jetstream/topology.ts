@@ -71,6 +71,8 @@ function isNotFound(e: unknown): boolean {
 }
 
 export interface Topology {
+  /** The connection the streams were ensured on (ordered consumers are created on it: ordered-consumer.ts). */
+  readonly nc: NatsConnection;
   readonly jsm: JetStreamManager;
   readonly actors: KV;
   /** The byte bound `PEG_SAMPLES` got: the one asked for, or less when the server could not reserve it (halved until it could). */
@@ -152,5 +154,5 @@ export async function ensureTopology(nc: NatsConnection, replicas = 1, options: 
     num_replicas: replicas,
   });
   const actors = await new Kvm(nc).create(TOPOLOGY.actors.bucket, { history: 1, replicas });
-  return { jsm, actors, samplesMaxBytes };
+  return { nc, jsm, actors, samplesMaxBytes };
 }
