@@ -32,6 +32,7 @@ import { sleep, waitFor } from "../support/ports.ts";
 import { TEST_SECRETS_KEY } from "../support/secrets.ts";
 import { acquiredBy } from "./acquired.ts";
 import { deployedNodeArgs, roleEnv } from "./deploy-env.ts";
+import { nextTickAt } from "./intake-tick.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const ASSETS = 10_000;
@@ -84,20 +85,6 @@ async function messagesOf(jsm: JetStreamManager, stream: string, fromSeq: number
 /** How long before the intake's next tick the victim is killed (that tick's samples then fall in the gap). */
 const KILL_LEAD_MS = 500;
 
-/** When the intake's next tick comes, at least `KILL_LEAD_MS` from now: its phase from the last samples it published. */
-async function nextTickAt(jsm: JetStreamManager): Promise<number> {
-  const { last_seq } = (await jsm.streams.info(TOPOLOGY.intake.stream)).state;
-  let last = -Infinity;
-  for (let seq = last_seq; seq > 0 && last_seq - seq < 200 && last === -Infinity; seq--) {
-    const m = await jsm.streams.getMessage(TOPOLOGY.intake.stream, { seq }).catch(() => null);
-    if (m === null || m.subject === subjects.intakeTick || m.subject === subjects.intakeSupply) continue;
-    for (const { sample } of decodeIntakeBatch(m.data).samples) last = Math.max(last, sample.ts);
-  }
-  if (last === -Infinity) throw new Error("no samples in PEG_INTAKE to read the intake's tick from");
-  let next = last + TICK_MS;
-  while (next - KILL_LEAD_MS < Date.now() + 50) next += TICK_MS;
-  return next;
-}
 
 /** CPU seconds (user + system) a process used so far, from /proc (Linux). */
 function cpuSeconds(p: RoleProcess): number {
@@ -127,7 +114,7 @@ async function failover(jsm: JetStreamManager, victim: RoleProcess, survivor: Ro
   // The intake runs on: kill just before its next tick, so that tick's samples are published while nobody can run the
   // moved assets (the victim's leases outlive it by 0.95 s or more). When the victim is the intake, the new intake's
   // ticks start with it, wherever the kill falls.
-  if (!wasIntake) await sleep((await nextTickAt(jsm)) - KILL_LEAD_MS - Date.now());
+  if (!wasIntake) await sleep((await nextTickAt(jsm, TICK_MS, KILL_LEAD_MS)) - KILL_LEAD_MS - Date.now());
   const moved = held(victim);
   const intakeSeq = (await jsm.streams.info(TOPOLOGY.intake.stream)).state.last_seq;
   const samplesSeq = (await jsm.streams.info(TOPOLOGY.samples.stream)).state.last_seq;
