@@ -81,6 +81,8 @@ export interface WsTransition {
   /** When the transition was decided (its `ts`, the engine's clock: the wall clock on the simulated market). */
   readonly decided_at: number;
   readonly received_at: number;
+  /** `ASSET FROM->TO`, for reading a run's bursts. */
+  readonly what: string;
 }
 
 /** A client subscribed to `*` from the start of the stream; keeps its transitions, counts the other messages. */
@@ -102,8 +104,8 @@ export class TransitionClient {
         this.others++;
         return;
       }
-      const m = JSON.parse(text) as { type: string; seq: number; alert_id: string; ts: string };
-      if (m.type === "transition") this.transitions.push({ seq: m.seq, alert_id: m.alert_id, decided_at: Date.parse(m.ts), received_at: Date.now() });
+      const m = JSON.parse(text) as { type: string; seq: number; alert_id: string; ts: string; asset: string; from_state: string; to_state: string };
+      if (m.type === "transition") this.transitions.push({ seq: m.seq, alert_id: m.alert_id, decided_at: Date.parse(m.ts), received_at: Date.now(), what: `${m.asset} ${m.from_state}->${m.to_state}` });
       else this.others++;
     });
     this.#ws.on("open", () => this.#ws.send(JSON.stringify({ op: "subscribe", assets: ["*"], since_seq: 0 })));

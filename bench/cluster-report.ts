@@ -22,6 +22,29 @@ export interface ClusterRun {
   readonly gap_samples_missed: number;
   readonly restored_from: Record<string, number>;
   readonly nats_node_killed: string;
+  /** Step 2a: the nats-server killed that led no stream (it is restarted after). */
+  readonly follower_node_killed?: string;
+  /** What it still led when killed (streams whose leader would not move, the meta group): empty in a clean run. */
+  readonly follower_loss_led?: readonly string[];
+  /** Its kill -> the first transition decided after it, received by the last WebSocket client. */
+  readonly follower_loss_to_next_ws_ms?: number;
+  /** Its kill -> the decision of that transition (the kill comes 0.5 s before the intake's next tick). */
+  readonly follower_loss_next_decided_ms?: number;
+  /** Its kill -> that transition stored in PEG_TRANSITIONS (the stream's timestamp). */
+  readonly follower_loss_next_stored_ms?: number;
+  readonly follower_loss_reads?: number;
+  readonly follower_loss_reads_not_200?: number;
+  readonly follower_loss_leases_lost?: number;
+  /** Its restart -> a current replica of every stream. */
+  readonly follower_restart_to_current_ms?: number;
+  /** Tries of step 2a (a try whose next decision came more than 3 s after the kill fell on a quiet tick). */
+  readonly follower_loss_attempts?: number;
+  /** Tries of step 2b, likewise. */
+  readonly node_loss_attempts?: number;
+  /** Step 2b: the kill of PEG_TRANSITIONS' leader -> the first transition decided after it stored in the stream. */
+  readonly node_loss_next_stored_ms?: number;
+  /** Step 2b: the kill of PEG_TRANSITIONS' leader -> the first transition decided after it, received by the last client. */
+  readonly node_loss_kill_to_next_ws_ms?: number;
   /**
    * The delivery blind time: the first transition decided after the node loss, from its decision to its arrival on the
    * last WebSocket client. (In the runs before this definition the name meant what `node_loss_to_first_ws_ms` is now.)
@@ -67,7 +90,46 @@ export interface ClusterRun {
 }
 
 /** What limits the figures and what is left, as measured (see docs/scaling.md). */
-const LIMITS = `**Runs of 2026-11-27 23:47 to 11-28 01:12 (the session after), on another machine** (AMD EPYC, 2 cores
+const LIMITS = `**Runs of 2026-11-28 02:05-02:54 (the session after): two nats-server losses, each timed from the kill to a
+decision made during it.** Until these runs the benchmark killed the leader of \`PEG_TRANSITIONS\` right after a
+transition reached a client, and the market's next decision mostly came after the election (run 62: 9.5 s after the
+loss), so the loss was "not measured". Now each loss comes 0.5 s before the intake's next tick (its phase read from
+\`PEG_INTAKE\`, as \`test:intake-failover\` kills an engine), and is tried again (the node restarted, current again, the
+partitions leased again; at most 6 tries) until a transition decided within 3 s of the kill (its sample's instant)
+reached every client. The market decides in bursts tens of seconds apart (an oracle incident blanks the ~150 copies
+of a template at once), so most ticks decide nothing: a try counts as quiet only if nothing decided after the kill
+reached the clients within 25 s and \`PEG_TRANSITIONS\` holds nothing decided in the 3 s either. A new first step, 2a,
+kills the third node (neither the proxied engine's nor the leader of \`PEG_TRANSITIONS\`) once every stream it led has
+elected another leader. Runs b1-b5 of this session, \`BENCH_ASSETS=10000 BENCH_WRITE_DOC=0 npm run bench:cluster\`:
+
+| run | code | 2a: a node leading no stream, kill -> next transition on every client | 2b: PEG_TRANSITIONS' leader, kill -> next transition on every client | kill -9 of an engine -> restored |
+|---|---|---|---|---|
+| b1 | 25d3ad4 + the new steps, no tries | not measured (next decision 21.0 s after the kill; the node led the meta group) | not measured (next decision 5.2 s after; it led \`KV_PEG_LEASES\` and the meta group, 64 leases lapsed) | 3,923 ms |
+| b2 | + tries | **3,196 ms** (try 2: decided 0.65 s after the kill) | not measured in 4 tries (next decision 27.1 s after) | 4,044 ms |
+| b3 | 53b016c (+ the intake consumer's bridge) | **2,318 ms** (try 2: decided 0.43 s, stored 1.86 s after the kill) | not measured in 4 tries (40.7 s) | 4,066 ms |
+| b4 | 53b016c + the stream check of a quiet try | not measured in 6 tries (the market decided nothing for minutes: 31.0 s after the last kill) | not measured in 6 tries (30.6 s) | 6,010 ms |
+| b5 (the section above) | as b4 | **1,429 ms** (try 2: decided 0.90 s, stored 1.05 s after the kill) | **4,476 ms** (try 2: decided 0.60 s, stored 4.24 s after the kill: the election; it led nothing else) | 3,550 ms |
+
+- **A node that leads no stream**: met when measured in b3 and b5 (2.3 and 1.4 s), missed in b2 (3.2 s), before the
+  bridge below. In b1 the node also led the JetStream meta group (it cannot be moved without the system account),
+  and the engines' and API processes' consumers that lived on it were re-created only after the meta group's
+  election: "intake consumer cannot be re-created; retrying" for 10 s. **Engines now read \`PEG_INTAKE\` by sequence
+  while their consumer is silent** (1 s without a message, when the intake publishes every 50 ms; 0.75 s in b3-b5): from the stream
+  leader, without a consumer or the meta leader (\`intake-consumer.ts\`, \`test/nats/intake-bridge.test.ts\`). The
+  API processes already did this for \`PEG_TRANSITIONS\` (live-feed.ts's bridge).
+- **The leader of \`PEG_TRANSITIONS\`**: measured once, in b5: 4.5 s, of which 3.6 s waiting for the stream to store
+  the transition, i.e. for its election (4.1-7.1 s with \`bench/nats-election.ts\`; not configurable in nats-server 2.9,
+  whose raft timers are constants). A transition's \`seq\` on the WebSocket is its stream sequence (addendum, part D),
+  so no transition can reach a client before the stream stores it: the 3 s target cannot be met for this loss on
+  nats-server 2.9. When the lost node also led \`PEG_INTAKE\` (b3, b4, b5's first try), no sample is published during
+  the election, so nothing is decided either.
+- **Engine kill -> restored** took 3.6-6.0 s in these runs against 1.7-2.2 s for the same code in the session before
+  (runs 51-62, same CPU model); see the control run below.
+- **A node restarted after a loss** once made every engine's lease renewals time out for about a second (b4, 02:41:13,
+  while the node re-established its routes): every partition was fenced and taken back. Nothing was lost or decided
+  twice; the cause is not found.
+
+**Runs of 2026-11-27 23:47 to 11-28 01:12 (the session after), on another machine** (AMD EPYC, 2 cores
 visible, 24 GiB; runs 24-50 ran on an Intel Xeon at 2.5 GHz, 2 cores), the new code and the one before alternated in
 threes, each run started once the 1-minute load average was below 1.2, \`BENCH_ASSETS=10000 BENCH_WRITE_DOC=0 npm run
 bench:cluster\`; columns as in the tables below:
@@ -460,8 +522,8 @@ What limits these figures, and what is left:
   and 5,000 assets (a renewal per partition every 0.5 s, plus the engines' heartbeats); per-asset leases would be
   2 writes/s per asset (10,000/s at 5,000 assets, 20,000/s at 10,000).`;
 
-/** A decision this soon after the node loss falls inside the elections and measures the delivery blind time. */
-const BLIND_DECISION_MS = 3_000;
+/** A decision this soon after a nats-server's loss was made during it (the bench tries the loss again otherwise). */
+export const BLIND_DECISION_MS = 3_000;
 
 const ms = (x: number | null | undefined) => (x === null || x === undefined ? "not reached" : `${Math.round(x).toLocaleString("en-US")} ms`);
 
@@ -469,16 +531,22 @@ export function writeClusterSection(r: ClusterRun): void {
   const target = (met: boolean) => (met ? "**met**" : "**missed**");
   const kill = r.engine_kill_to_restored_ms;
   const node = r.node_loss_to_next_ws_ms;
-  // The blind time is only measured by a decision made while the elections run (they take 4-7 s): a later one was
-  // decided after JetStream was whole again.
-  const nodeVerdict =
-    r.node_loss_next_decided_ms === undefined || r.node_loss_next_decided_ms > BLIND_DECISION_MS
-      ? `**not measured** (nothing decided within ${BLIND_DECISION_MS / 1000} s of the loss)`
-      : target(node !== undefined && node < 3_000 && r.reads_not_200 === 0);
+  // The loss is only measured by a decision made while it lasts: the benchmark kills 0.5 s before the intake's next
+  // tick (runs before 2026-11-28 killed right after a transition, and the next decision often came after the election).
+  const measured = (decided: number | undefined) => decided !== undefined && decided <= BLIND_DECISION_MS;
+  const nodeVerdict = !measured(r.node_loss_next_decided_ms)
+    ? `**not measured** (nothing decided within ${BLIND_DECISION_MS / 1000} s of the loss)`
+    : target(r.node_loss_kill_to_next_ws_ms !== undefined && r.node_loss_kill_to_next_ws_ms < 3_000 && r.reads_not_200 === 0);
+  const follower = r.follower_loss_to_next_ws_ms;
+  const followerVerdict = !measured(r.follower_loss_next_decided_ms)
+    ? `**not measured** (nothing decided within ${BLIND_DECISION_MS / 1000} s of the loss)`
+    : target(follower !== undefined && follower < 3_000 && r.follower_loss_reads_not_200 === 0);
+  const led = (x: readonly string[] | undefined) => (x === undefined || x.length === 0 ? "" : `, also leading ${x.join(", ")}`);
   const rows = [
     `| kill -9 of an engine -> every asset it owned evaluated again | < 3,000 ms | ${ms(kill)} (${r.moved_assets} assets in ${r.moved_partitions} partitions moved) | ${target(kill !== undefined && kill < 3_000)} |`,
     `| gap samples evaluated / missed | none missed | after the kill ${r.gap_samples_evaluated ?? "-"} / ${r.gap_samples_missed ?? "-"}; assets that resumed without some samples over every fault: ${r.resumed_without_samples ?? "not counted in this run"} | ${target(r.gap_samples_missed === 0 && (r.resumed_without_samples ?? 0) === 0)} |`,
-    `| loss of the nats-server leading PEG_TRANSITIONS (${r.nats_node_killed ?? "-"}${r.node_loss_led === undefined || r.node_loss_led.length === 0 ? "" : `, also leading ${r.node_loss_led.join(", ")}`}) -> next transition on every WebSocket client | < 3,000 ms | delivery blind time ${ms(node)}: the first transition decided after the loss (${ms(r.node_loss_next_decided_ms)} after it) reached the last client that long after its decision; the first transition of any kind reached every client ${ms(r.node_loss_to_first_ws_ms)} after the loss (the figure earlier runs reported, the market's wait for a decision included: 7,856-19,767 ms before the changes below); the first ${r.node_transitions} transitions after the loss reached every client within ${ms(r.node_loss_ws_delay_max_ms)} of their decision (or of the loss, for one decided before it); leases the engines let lapse meanwhile: ${r.node_loss_leases_lost ?? "-"}; reads ${r.reads_during_node_loss ?? "-"}, not 200: ${r.reads_not_200 ?? "-"} | ${nodeVerdict} |`,
+    `| loss of a nats-server that leads no stream (${r.follower_node_killed ?? "-"}${led(r.follower_loss_led)}) -> next transition on every WebSocket client | < 3,000 ms | ${ms(follower)} from the kill to the first transition decided after it (${ms(r.follower_loss_next_decided_ms)} after the kill, stored ${ms(r.follower_loss_next_stored_ms)} after it) on the last client${r.follower_loss_attempts === undefined || r.follower_loss_attempts === 1 ? "" : ` (try ${r.follower_loss_attempts}: the market decided nothing within 3 s of the kill in the tries before)`}; leases lapsed: ${r.follower_loss_leases_lost ?? "-"}; reads ${r.follower_loss_reads ?? "-"}, not 200: ${r.follower_loss_reads_not_200 ?? "-"}; restarted, current again after ${ms(r.follower_restart_to_current_ms)} | ${followerVerdict} |`,
+    `| loss of the nats-server leading PEG_TRANSITIONS (${r.nats_node_killed ?? "-"}${led(r.node_loss_led)}) -> next transition on every WebSocket client | < 3,000 ms | ${ms(r.node_loss_kill_to_next_ws_ms)} from the kill to the first transition decided after it (${ms(r.node_loss_next_decided_ms)} after the kill, stored ${ms(r.node_loss_next_stored_ms)} after it) on the last client${r.node_loss_attempts === undefined || r.node_loss_attempts === 1 ? "" : ` (try ${r.node_loss_attempts})`}, ${ms(node)} of it after its decision (the delivery blind time); the first transition of any kind reached every client ${ms(r.node_loss_to_first_ws_ms)} after the loss; the first ${r.node_transitions} transitions after the loss reached every client within ${ms(r.node_loss_ws_delay_max_ms)} of their decision (or of the loss, for one decided before it); leases the engines let lapse meanwhile: ${r.node_loss_leases_lost ?? "-"}; reads ${r.reads_during_node_loss ?? "-"}, not 200: ${r.reads_not_200 ?? "-"} | ${nodeVerdict} |`,
     `| network partition of an engine -> it fenced itself, before anyone took its partitions | fenced first | ${ms(r.partition_fenced_ms)} (${r.partition_cut_partitions ?? "-"} partitions; not fenced first: ${r.partitions_not_fenced_first ?? "-"}; taken and restored ${ms(r.partition_cut_to_restored_ms)}; heal -> rejoined ${ms(r.heal_to_rejoined_ms)}) | ${target(r.partitions_not_fenced_first === 0 && r.partition_fenced_ms !== null)} |`,
     `| lease writes per second | independent of the asset count | ${r.lease_writes_per_s ?? "-"} writes/s for ${r.partitions} partitions | see below |`,
     `| transitions lost / duplicated / out of order, double-owner | 0 | ${r.transitions_lost ?? "-"} / ${r.transitions_duplicated ?? "-"} / ${r.transitions_out_of_order ?? "-"}, ${r.double_owner_transitions ?? "-"} (of ${r.transitions ?? "-"} transitions) | ${target(r.transitions_lost === 0 && r.transitions_duplicated === 0 && r.transitions_out_of_order === 0 && r.double_owner_transitions === 0)} |`,
@@ -499,8 +567,8 @@ ${r.nats_nodes}-node nats-server 2.9 cluster from \`deploy/nats/cluster.conf\` (
 service process started from \`deploy/env\`; \`FEED=sim\` with one sample per asset every ${r.tick_ms.toLocaleString("en-US")} ms and an
 incident every 5 s on average (${r.steady_transitions_per_s ?? "-"} transitions/s in the steady window), one WebSocket
 client per API process subscribed to every asset. The sequence (each step decided by log lines, lease writes and
-stream contents): steady state; kill -9 of an engine; SIGKILL of the nats-server leading \`PEG_TRANSITIONS\`; a
-network partition of the last engine (it reaches NATS through a TCP proxy that becomes a black hole) healed after
+stream contents): steady state; kill -9 of an engine; SIGKILL of a nats-server that leads no stream (restarted
+after), then of the one leading \`PEG_TRANSITIONS\`, each 0.5 s before the intake's next tick; a network partition of the last engine (it reaches NATS through a TCP proxy that becomes a black hole) healed after
 3 s; then \`PEG_TRANSITIONS\` compared with what every client received and with itself (one chain per asset), and the
 lease bucket's history (no owner change before the previous lease expired).
 
