@@ -58,6 +58,9 @@ export interface EngineLinkOptions {
  * - the actor snapshot goes to KV `peg_actors` (coalesced), never ahead of an unacknowledged transition of its asset:
  *   a crash can lose a decision that was not acked, never record a state whose transition is missing.
  */
+/** A transition stored this long after its decision is logged ("transition stored late"). */
+const SLOW_STORE_MS = 1_000;
+
 export class EngineLink {
   readonly #host: ActorHost;
   readonly #js: JetStreamClient;
@@ -191,6 +194,7 @@ export class EngineLink {
 
   #onTransition(receipt: Receipt): void {
     const mint = receipt.mint;
+    const decidedAt = performance.now();
     const payload = JSON.stringify(receipt);
     const snapshot = this.#deferred.get(mint);
     this.#deferred.delete(mint);
@@ -203,6 +207,10 @@ export class EngineLink {
       }
       const ack = await this.#publishUntilAcked(receipt, payload, epoch, snapshot?.last?.ts);
       if (ack === null) return;
+      // Stored a second or more after it was decided (a nats-server lost, an election): said, with how long, so an
+      // operator (and bench:cluster) can tell where a late transition's time went.
+      const tookMs = Math.round(performance.now() - decidedAt);
+      if (tookMs >= SLOW_STORE_MS) this.#log("info", "transition stored late", { mint, alert_id: receipt.alert_id, seq: ack.seq, took_ms: tookMs });
       // The ack is the subject's last message now (or, for a duplicate, a message already there): the next token.
       const expected = this.#expected.get(mint);
       if (expected !== undefined && this.#epoch(mint) === epoch) this.#expected.set(mint, Math.max(expected, ack.seq));
