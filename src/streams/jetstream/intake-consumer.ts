@@ -1,5 +1,5 @@
-import { DeliverPolicy, jetstream, type ConsumerMessages, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
 import type { SimulatedClock } from "../../clock.ts";
 import type { EpochMs } from "../../methodology/index.ts";
 import type { SupplyLeg } from "../sources/legs.ts";
@@ -15,6 +15,15 @@ import { subjects, TOPOLOGY } from "./topology.ts";
 const PULL = { max_messages: 1_000, expires: 3_000 } as const;
 /** No message for this long (the intake ticks every 50 ms) while the stream moved on: the consumer is re-created. */
 const STALL_MS = 3_000;
+/**
+ * The consumer silent this long (the intake publishes every 50 ms): the stream is read message by message meanwhile
+ * (`#bridge`), until the consumer delivers again.
+ */
+const BRIDGE_AFTER_MS = 750;
+/** How often the bridge looks for the next message when it found none. */
+const BRIDGE_POLL_MS = 200;
+/** Each of its requests waits this long at most: one sent to a stream electing its leader is dropped, the next follows. */
+const BRIDGE_REQUEST_TIMEOUT_MS = 600;
 /** Read a partition's history from this long before the wall instant of the state it resumes from. */
 const HISTORY_SLACK_MS = 2_000;
 /**
@@ -52,6 +61,16 @@ export interface IntakeConsumerOptions {
   readonly log: LogFn;
 }
 
+/** A message of PEG_INTAKE, from the consumer or read by sequence. */
+interface IntakeMsg {
+  readonly seq: number;
+  readonly subject: string;
+  readonly headers: MsgHdrs | undefined;
+  /** The stream's timestamp, in ms. */
+  readonly time: number;
+  readonly data: Uint8Array;
+}
+
 type Unit = "live" | { readonly since: number; readonly held: ReceivedSample[]; readonly only: ReadonlySet<string> | null };
 
 /**
@@ -74,7 +93,13 @@ export class IntakeConsumer {
   #wm: EpochMs = -Infinity;
   /** The rest of an evaluation run that used its turn's budget (`#advance`). */
   #continuation: ReturnType<typeof setImmediate> | null = null;
+  /** The last message received (by the consumer or the bridge): everything up to it was handled, in order. */
   #lastSeq = 0;
+  /** The last message the consumer delivered (the bridge may be ahead of it). */
+  #consumerSeq = 0;
+  #bridgeJsm: JetStreamManager | null = null;
+  #bridging = false;
+  #bridgeTimer: ReturnType<typeof setInterval> | null = null;
   #messages: ConsumerMessages | null = null;
   #ring: IntakeRing | null = null;
   #progressAt = performance.now();
@@ -82,7 +107,7 @@ export class IntakeConsumer {
   #checking = false;
   #loop: Promise<void> | null = null;
   #watchdog: ReturnType<typeof setInterval> | null = null;
-  #stats = { messages: 0, decoded: 0, evaluated: 0, held: 0, reopened: 0, histories_kept: 0, histories_read: 0, yields: 0 };
+  #stats = { messages: 0, decoded: 0, evaluated: 0, held: 0, reopened: 0, histories_kept: 0, histories_read: 0, yields: 0, bridged: 0 };
 
   constructor(options: IntakeConsumerOptions) {
     this.#o = options;
@@ -97,13 +122,16 @@ export class IntakeConsumer {
   /** Follows the stream from its end (what came before is read per partition, on acquisition). */
   async start(): Promise<void> {
     const info = await (await this.#js.streams.get(TOPOLOGY.intake.stream)).info();
-    this.#lastSeq = info.state.last_seq;
+    this.#lastSeq = this.#consumerSeq = info.state.last_seq;
     // Every message after the stream's last one is received from here on.
     this.#ring = new IntakeRing(RING, info.state.last_seq === 0 ? 0 : Date.parse(info.state.last_ts) + 1);
     this.#messages = await this.#open();
     this.#loop = this.#follow();
     this.#watchdog = setInterval(() => this.#checkStall(), 1_000);
     this.#watchdog.unref?.();
+    this.#bridgeJsm = await jetstreamManager(this.#o.nc, { checkAPI: false, timeout: BRIDGE_REQUEST_TIMEOUT_MS });
+    this.#bridgeTimer = setInterval(() => void this.#bridge(), BRIDGE_POLL_MS);
+    this.#bridgeTimer.unref?.();
   }
 
   /**
@@ -133,6 +161,8 @@ export class IntakeConsumer {
   }
 
   async #open(): Promise<ConsumerMessages> {
+    // The consumer starts after what was received (the bridge may have read on while it was re-created).
+    this.#consumerSeq = this.#lastSeq;
     const c = await this.#js.consumers.get(TOPOLOGY.intake.stream, { filter_subjects: TOPOLOGY.intake.subjects, opt_start_seq: this.#lastSeq + 1 });
     return c.consume(PULL);
   }
@@ -142,9 +172,10 @@ export class IntakeConsumer {
       try {
         for await (const m of this.#messages!) {
           this.#progressAt = performance.now();
+          this.#consumerSeq = m.seq;
           if (m.seq <= this.#lastSeq) continue;
           this.#lastSeq = m.seq;
-          this.#receive(m);
+          this.#receive({ seq: m.seq, subject: m.subject, headers: m.headers, time: Math.floor(m.info.timestampNanos / 1_000_000), data: m.data });
         }
       } catch (e) {
         this.#o.log("warn", "intake consumer failed; re-creating it", { after_seq: this.#lastSeq, error: e instanceof Error ? e.message : String(e) });
@@ -162,7 +193,10 @@ export class IntakeConsumer {
     }
   }
 
-  /** An ordered consumer can wait for ever on a node that died: when the stream moved on meanwhile, it is re-created. */
+  /**
+   * An ordered consumer can wait for ever on a node that died: when the stream moved past what it delivered meanwhile,
+   * it is re-created (after what was received, the bridge's messages included).
+   */
   #checkStall(): void {
     if (this.#stopped || this.#checking || performance.now() - this.#progressAt < STALL_MS) return;
     this.#checking = true;
@@ -170,8 +204,8 @@ export class IntakeConsumer {
       .get(TOPOLOGY.intake.stream)
       .then((s) => s.info())
       .then(async (i) => {
-        if (this.#stopped || i.state.last_seq <= this.#lastSeq || performance.now() - this.#progressAt < STALL_MS) return;
-        this.#o.log("warn", "intake consumer stalled; re-creating it", { after_seq: this.#lastSeq, stream_last_seq: i.state.last_seq });
+        if (this.#stopped || i.state.last_seq <= this.#consumerSeq || performance.now() - this.#progressAt < STALL_MS) return;
+        this.#o.log("warn", "intake consumer stalled; re-creating it", { after_seq: this.#lastSeq, consumer_seq: this.#consumerSeq, stream_last_seq: i.state.last_seq });
         this.#progressAt = performance.now();
         await Promise.race([this.#messages?.close(), new Promise((r) => setTimeout(r, 2_000))]);
       })
@@ -179,12 +213,38 @@ export class IntakeConsumer {
       .finally(() => (this.#checking = false));
   }
 
-  #receive(m: JsMsg): void {
+  /**
+   * While the consumer is silent (the node holding it died, it is being re-created, or its re-creation waits for the
+   * meta group's election after a node loss, seconds on nats-server 2.9), the stream's next messages are read one by
+   * one by sequence: the stream's leader answers, no consumer is needed, and the engine goes on evaluating. Both paths
+   * deliver in stream order; a message the other delivered first is skipped. A request that fails or finds nothing
+   * (the stream has no leader, or nothing new) ends the round; the next comes `BRIDGE_POLL_MS` later.
+   */
+  async #bridge(): Promise<void> {
+    const silent = () => performance.now() - this.#progressAt >= BRIDGE_AFTER_MS;
+    if (this.#stopped || this.#bridging || this.#bridgeJsm === null || !silent()) return;
+    this.#bridging = true;
+    try {
+      while (!this.#stopped && silent()) {
+        const want = this.#lastSeq + 1;
+        const m = await this.#bridgeJsm.streams.getMessage(TOPOLOGY.intake.stream, { seq: want }).catch(() => null);
+        if (m === null || m.seq !== want) return;
+        if (this.#lastSeq !== want - 1) continue;
+        this.#lastSeq = want;
+        this.#stats.bridged++;
+        this.#receive({ seq: m.seq, subject: m.subject, headers: m.header, time: m.time.getTime(), data: m.data });
+      }
+    } finally {
+      this.#bridging = false;
+    }
+  }
+
+  #receive(m: IntakeMsg): void {
     this.#stats.messages++;
     const wm = Number(m.headers?.get(INTAKE_WATERMARK_HEADER) ?? NaN);
     const token = m.subject.slice(TOPOLOGY.intake.subjects.length - 1);
     if (token === "supply") return this.#supplies(m);
-    if (token !== "tick") this.#ring?.add(token, { seq: m.seq, time: Math.floor(m.info.timestampNanos / 1_000_000), data: m.data.slice() });
+    if (token !== "tick") this.#ring?.add(token, { seq: m.seq, time: m.time, data: m.data.slice() });
     const unit = token === "tick" ? undefined : this.#units.get(token);
     if (unit !== undefined) {
       try {
@@ -208,7 +268,7 @@ export class IntakeConsumer {
     if (Number.isFinite(wm)) this.#advance(wm);
   }
 
-  #supplies(m: JsMsg): void {
+  #supplies(m: IntakeMsg): void {
     try {
       for (const leg of decodeIntakeSupplies(m.data)) this.#o.supply?.(leg);
     } catch (e) {
@@ -311,6 +371,7 @@ export class IntakeConsumer {
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#watchdog !== null) clearInterval(this.#watchdog);
+    if (this.#bridgeTimer !== null) clearInterval(this.#bridgeTimer);
     if (this.#continuation !== null) clearImmediate(this.#continuation);
     await this.#messages?.close();
     await this.#loop?.catch(() => {});
