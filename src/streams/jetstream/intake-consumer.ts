@@ -17,9 +17,10 @@ const PULL = { max_messages: 1_000, expires: 3_000 } as const;
 const STALL_MS = 3_000;
 /**
  * The consumer silent this long (the intake publishes every 50 ms): the stream is read message by message meanwhile
- * (`#bridge`), until the consumer delivers again.
+ * (`#bridge`), until the consumer delivers again. Above the engine's usual event-loop stalls under load (0.6-0.9 s
+ * in bench:cluster's take-overs), far below a meta group's election (4-9 s).
  */
-const BRIDGE_AFTER_MS = 750;
+const BRIDGE_AFTER_MS = 1_000;
 /** How often the bridge looks for the next message when it found none. */
 const BRIDGE_POLL_MS = 200;
 /** Each of its requests waits this long at most: one sent to a stream electing its leader is dropped, the next follows. */
@@ -99,6 +100,8 @@ export class IntakeConsumer {
   #consumerSeq = 0;
   #bridgeJsm: JetStreamManager | null = null;
   #bridging = false;
+  /** When the bridge's timer last fired: a timer that fires late says the event loop was blocked, not the consumer. */
+  #bridgeTickAt = performance.now();
   #bridgeTimer: ReturnType<typeof setInterval> | null = null;
   #messages: ConsumerMessages | null = null;
   #ring: IntakeRing | null = null;
@@ -221,6 +224,11 @@ export class IntakeConsumer {
    * (the stream has no leader, or nothing new) ends the round; the next comes `BRIDGE_POLL_MS` later.
    */
   async #bridge(): Promise<void> {
+    const now = performance.now();
+    const late = now - this.#bridgeTickAt > 2 * BRIDGE_POLL_MS;
+    this.#bridgeTickAt = now;
+    // After a stall of the event loop, the consumer's messages that arrived meanwhile are handled first.
+    if (late) return;
     const silent = () => performance.now() - this.#progressAt >= BRIDGE_AFTER_MS;
     if (this.#stopped || this.#bridging || this.#bridgeJsm === null || !silent()) return;
     this.#bridging = true;
