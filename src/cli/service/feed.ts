@@ -30,9 +30,15 @@ export interface Feed {
   readonly samplesOf?: (symbol: string, after: number, until: number) => Sample[];
   /**
    * Several engines on one scenario with a shared intake: the scenario's samples after `after` (the intake's last
-   * published watermark; -Infinity: from now) on the shared timeline, and the watermark (the next sample not yet due).
+   * published watermark; -Infinity, an empty stream: from the scenario's first sample, as the offline replay) on the
+   * shared timeline, those already due at once, and the watermark (the next sample not yet due).
    */
   readonly from?: (after: number) => { readonly samples: Observable<Sample>; watermark(): number };
+  /**
+   * Several engines on one scenario: the instant its shared timeline starts at (its first sample), where an engine's
+   * clock starts before the intake's first watermark moves it.
+   */
+  readonly timelineStart?: number;
 }
 
 /**
@@ -89,7 +95,10 @@ export async function feedFor(
           clock: scaled,
           feed: scenarioFeed(scenario.samples.filter((x) => x.ts > scaled.now()), scaled, config.scenarioSpeed),
           samplesOf: (symbol, after, until) => (bySymbol.get(symbol) ?? []).filter((x) => x.ts > after && x.ts <= until),
-          from: (after) => scenarioFrom(scenarioFeed, scenario.samples, Number.isFinite(after) ? after : scaled.now(), scaled, config.scenarioSpeed),
+          // The first intake (an empty stream) starts at the first sample, not at the timeline's now: the engines' boot
+          // took seconds of wall time, minutes of a scenario at SCENARIO_SPEED, and its first transitions were lost.
+          from: (after) => scenarioFrom(scenarioFeed, scenario.samples, after, scaled, config.scenarioSpeed),
+          timelineStart: first,
         };
       }
       const bySymbol = new Map<string, number>();

@@ -62,7 +62,9 @@ export interface SharedIntakeParts {
 
 export function sharedIntake(p: SharedIntakeParts): SharedIntake {
   const { config, feed, nats, log, undo } = p;
-  const clock = new SimulatedClock(feed.clock.now());
+  // A scenario's engine clock starts where its timeline does: the first intake publishes from the first sample, and
+  // the watermark of whatever the stream holds moves it on, so no sample it evaluates is stamped before its now.
+  const clock = new SimulatedClock(feed.timelineStart ?? feed.clock.now());
   let partition: Partition | null = null;
   let supplies: ((leg: SupplyLeg) => void) | null = null;
   const scenario = config.feed.kind === "scenario";
@@ -119,8 +121,9 @@ export function sharedIntake(p: SharedIntakeParts): SharedIntake {
 }
 
 /**
- * The feed as the intake opens it: a scenario from after the stream's watermark on its shared timeline (each sample
- * at its own instant, the watermark the next one not yet due), any other feed from now at the instant received.
+ * The feed as the intake opens it: a scenario from after the stream's watermark on its shared timeline (from its first
+ * sample on an empty stream; each sample at its own instant, the watermark the next one not yet due), any other feed
+ * from now at the instant received.
  */
 function intakeSource(feed: Feed, scenario: boolean): IntakeSource {
   return {
