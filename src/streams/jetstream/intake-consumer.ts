@@ -1,4 +1,4 @@
-import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { DeliverPolicy, jetstream, type ConsumerMessages, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
 import type { SimulatedClock } from "../../clock.ts";
 import type { EpochMs } from "../../methodology/index.ts";
@@ -7,6 +7,7 @@ import { decodeIntakeBatch, decodeIntakeSupplies, INTAKE_WATERMARK_HEADER } from
 import { IntakeRing } from "./intake-ring.ts";
 import { limiter } from "./limiter.ts";
 import { orderedConsumer } from "./ordered-consumer.ts";
+import { BRIDGE_POLL_MS, bridgeManager, readOnBySequence } from "./read-by-sequence.ts";
 import type { ReceivedSample } from "./recent-samples.ts";
 import type { LogFn } from "./sample-recorder.ts";
 import { subjects, TOPOLOGY } from "./topology.ts";
@@ -21,10 +22,6 @@ const STALL_MS = 3_000;
  * in bench:cluster's take-overs), far below a meta group's election (4-9 s).
  */
 const BRIDGE_AFTER_MS = 1_000;
-/** How often the bridge looks for the next message when it found none. */
-const BRIDGE_POLL_MS = 200;
-/** Each of its requests waits this long at most: one sent to a stream electing its leader is dropped, the next follows. */
-const BRIDGE_REQUEST_TIMEOUT_MS = 600;
 /** Read a partition's history from this long before the wall instant of the state it resumes from. */
 const HISTORY_SLACK_MS = 2_000;
 /**
@@ -132,7 +129,7 @@ export class IntakeConsumer {
     this.#loop = this.#follow();
     this.#watchdog = setInterval(() => this.#checkStall(), 1_000);
     this.#watchdog.unref?.();
-    this.#bridgeJsm = await jetstreamManager(this.#o.nc, { checkAPI: false, timeout: BRIDGE_REQUEST_TIMEOUT_MS });
+    this.#bridgeJsm = await bridgeManager(this.#o.nc);
     this.#bridgeTimer = setInterval(() => void this.#bridge(), BRIDGE_POLL_MS);
     this.#bridgeTimer.unref?.();
   }
@@ -217,11 +214,10 @@ export class IntakeConsumer {
   }
 
   /**
-   * While the consumer is silent (the node holding it died, it is being re-created, or its re-creation waits for the
-   * meta group's election after a node loss, seconds on nats-server 2.9), the stream's next messages are read one by
-   * one by sequence: the stream's leader answers, no consumer is needed, and the engine goes on evaluating. Both paths
-   * deliver in stream order; a message the other delivered first is skipped. A request that fails or finds nothing
-   * (the stream has no leader, or nothing new) ends the round; the next comes `BRIDGE_POLL_MS` later.
+   * While the consumer is silent for `BRIDGE_AFTER_MS`, the stream's next messages are read one by one by sequence
+   * (`readOnBySequence`), and the engine goes on evaluating. Both paths deliver in stream order; a message the other
+   * delivered first is skipped. A round ends at a request that fails or finds nothing; the next comes `BRIDGE_POLL_MS`
+   * later.
    */
   async #bridge(): Promise<void> {
     const now = performance.now();
@@ -233,15 +229,15 @@ export class IntakeConsumer {
     if (this.#stopped || this.#bridging || this.#bridgeJsm === null || !silent()) return;
     this.#bridging = true;
     try {
-      while (!this.#stopped && silent()) {
-        const want = this.#lastSeq + 1;
-        const m = await this.#bridgeJsm.streams.getMessage(TOPOLOGY.intake.stream, { seq: want }).catch(() => null);
-        if (m === null || m.seq !== want) return;
-        if (this.#lastSeq !== want - 1) continue;
-        this.#lastSeq = want;
-        this.#stats.bridged++;
-        this.#receive({ seq: m.seq, subject: m.subject, headers: m.header, time: m.time.getTime(), data: m.data });
-      }
+      await readOnBySequence(this.#bridgeJsm, TOPOLOGY.intake.stream, {
+        after: () => this.#lastSeq,
+        go: () => !this.#stopped && silent(),
+        deliver: (m) => {
+          this.#lastSeq = m.seq;
+          this.#stats.bridged++;
+          this.#receive({ seq: m.seq, subject: m.subject, headers: m.header, time: m.time.getTime(), data: m.data });
+        },
+      });
     } finally {
       this.#bridging = false;
     }

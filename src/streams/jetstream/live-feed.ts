@@ -4,6 +4,7 @@ import type { Observable } from "rxjs";
 import { parseTimestamp, type EpochMs, type PegState } from "../../methodology/index.ts";
 import type { LogFn } from "./engine-link.ts";
 import type { SampleMessage } from "./messages.ts";
+import { BRIDGE_POLL_MS, bridgeManager, readOnBySequence } from "./read-by-sequence.ts";
 import { subjects, TOPOLOGY } from "./topology.ts";
 import { untilAnswered } from "./until-answered.ts";
 
@@ -39,10 +40,6 @@ export interface LiveSink {
  * without transitions that long after a cluster node dies).
  */
 const PULL = { expires: 3_000, idle_heartbeat: 1_000 } as const;
-/** While a consumer is being re-created, the stream is asked for the next transition this often... */
-const BRIDGE_POLL_MS = 200;
-/** ...each request waiting this long at most. */
-const BRIDGE_REQUEST_TIMEOUT_MS = 600;
 /** Nothing heard from the consumer (no message, no heartbeat) this long: it is re-created. Heartbeats come every 1 s. */
 const SILENT_MS = 2_500;
 /** Tries to re-create the consumer this often (at most) until one answers: a new stream leader is there within seconds. */
@@ -196,22 +193,21 @@ export async function startLiveFeed(nc: NatsConnection, sink: LiveSink, opts: Li
     }
   };
   /**
-   * While no consumer runs: the transitions after `lastSeq`, read one by one from the stream (its leader answers, no
-   * consumer needed). A consumer is created by the meta leader, and when the lost node led the meta group as well, its
-   * election can end seconds after the stream's (a test saw the stream answer 4.8 s after the loss and a consumer only
-   * at 9 s): meanwhile the stored transitions reach the clients this way, in order.
+   * While no consumer runs: the transitions after `lastSeq`, read one by one from the stream (`readOnBySequence`). A
+   * consumer is created by the meta leader, and when the lost node led the meta group as well, its election can end
+   * seconds after the stream's (a test saw the stream answer 4.8 s after the loss and a consumer only at 9 s):
+   * meanwhile the stored transitions reach the clients this way, in order.
    */
   const bridge = async (until: Promise<unknown>): Promise<void> => {
-    // Short requests: one sent while the stream elects its leader is dropped, and the next should follow soon after.
-    const bridgeJsm = await jetstreamManager(nc, { checkAPI: false, timeout: BRIDGE_REQUEST_TIMEOUT_MS });
+    const bridgeJsm = await bridgeManager(nc);
     let done = false;
     void until.finally(() => (done = true));
     while (!done && !stopped && covered && !nc.isClosed()) {
-      const m = await bridgeJsm.streams.getMessage(TOPOLOGY.transitions.stream, { seq: lastSeq + 1 }).catch(() => null);
-      if (m !== null && !done && !stopped && m.seq === lastSeq + 1) {
-        deliver(m.seq, () => m.json<StoredTransition>(), m.time.getTime());
-        continue;
-      }
+      await readOnBySequence(bridgeJsm, TOPOLOGY.transitions.stream, {
+        after: () => lastSeq,
+        go: () => !done && !stopped,
+        deliver: (m) => deliver(m.seq, () => m.json<StoredTransition>(), m.time.getTime()),
+      });
       await new Promise((r) => setTimeout(r, BRIDGE_POLL_MS));
     }
   };
