@@ -151,18 +151,28 @@ export async function storedAt(jsm: JetStreamManager, seq: number): Promise<numb
   return m === null ? null : m.time.getTime();
 }
 
+/** A stream's last sequence. */
+export async function lastSeq(jsm: JetStreamManager, stream: string): Promise<number> {
+  return (await jsm.streams.info(stream)).state.last_seq;
+}
+
 /**
- * How many transitions PEG_TRANSITIONS stored after sequence `afterSeq` whose decision (their sample's instant,
+ * Counts the transitions PEG_TRANSITIONS stored after sequence `afterSeq` whose decision (their sample's instant,
  * `detected_at`) falls in [since, since + windowMs]: a try that saw none reach the clients is only quiet if the stream
- * has none either (a decision stuck in the fault is a measurement, however late).
+ * has none either (a decision stuck in the fault is a measurement, however late). Each call reads only what was stored
+ * since the one before (a message that cannot be read yet is read again next time).
  */
-export async function storedDecidedIn(jsm: JetStreamManager, afterSeq: number, since: number, windowMs: number): Promise<number> {
-  const last = (await jsm.streams.info("PEG_TRANSITIONS")).state.last_seq;
+export function storedDecidedIn(jsm: JetStreamManager, afterSeq: number, since: number, windowMs: number): () => Promise<number> {
+  let next = afterSeq + 1;
   let n = 0;
-  for (let seq = afterSeq + 1; seq <= last; seq++) {
-    const m = await jsm.streams.getMessage("PEG_TRANSITIONS", { seq }).catch(() => null);
-    const at = m === null ? NaN : Date.parse(m.json<{ detected_at: string }>().detected_at);
-    if (at >= since && at <= since + windowMs) n++;
-  }
-  return n;
+  return async () => {
+    const last = await lastSeq(jsm, "PEG_TRANSITIONS");
+    for (; next <= last; next++) {
+      const m = await jsm.streams.getMessage("PEG_TRANSITIONS", { seq: next }).catch(() => null);
+      if (m === null) break;
+      const at = Date.parse(m.json<{ detected_at: string }>().detected_at);
+      if (at >= since && at <= since + windowMs) n++;
+    }
+    return n;
+  };
 }

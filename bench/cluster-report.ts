@@ -89,6 +89,9 @@ export interface ClusterRun {
   readonly failed: string | null;
 }
 
+/** A run's figures as they are measured. */
+export type ClusterDraft = { -readonly [K in keyof ClusterRun]?: ClusterRun[K] };
+
 /** What limits the figures and what is left, as measured (see docs/scaling.md). */
 const LIMITS = `**Runs of 2026-11-28 02:05-03:32 (the session after): two nats-server losses, each timed from the kill to a
 decision made during it.** Until these runs the benchmark killed the leader of \`PEG_TRANSITIONS\` right after a

@@ -44,9 +44,10 @@ import { ackedHistory, earlyHandovers, watchLeases, type EarlyHandover } from ".
 import { deployedNodeArgs, roleEnv } from "../test/scale/deploy-env.ts";
 import { startTcpProxyProcess, type TcpProxyProcess } from "../test/scale/tcp-proxy.ts";
 import { compareHistory } from "./cluster-history.ts";
-import { awaitCurrent, killBeforeTick, metaLeader, moveLeadersOff, nextDecided, pollReads, storedAt, storedDecidedIn, streamsLedBy, type NextTransition } from "./cluster-node-loss.ts";
+import { followerLoss, leaderLoss, type LossRun } from "./cluster-loss-steps.ts";
+import { lastSeq } from "./cluster-node-loss.ts";
 import { spawnRole, TransitionClient, type LogLine, type RoleProcess } from "./cluster-procs.ts";
-import { BLIND_DECISION_MS, writeClusterSection, type ClusterRun } from "./cluster-report.ts";
+import { writeClusterSection, type ClusterDraft, type ClusterRun } from "./cluster-report.ts";
 import { positiveInt } from "./bench-env.ts";
 import { loadAverage } from "./report.ts";
 import { syntheticCatalog } from "./synthetic.ts";
@@ -131,7 +132,6 @@ const owned = (split: Map<string, string>, id: string) => [...split].filter(([, 
 const balanced = (split: Map<string, string>, ids: readonly string[]) =>
   split.size === units.units.length && ids.every((id) => owned(split, id).length <= Math.ceil(units.units.length / ids.length)) && [...split.values()].every((o) => ids.includes(o));
 
-const lastSeq = async (jsm: JetStreamManager, stream: string) => (await jsm.streams.info(stream)).state.last_seq;
 
 /** `acquired assets` lines of `engines` from `since` on, for the assets in `mints`: the latest per mint. */
 function acquisitions(engines: readonly RoleProcess[], since: number, mints: ReadonlySet<string>): Map<string, LogLine> {
@@ -140,219 +140,111 @@ function acquisitions(engines: readonly RoleProcess[], since: number, mints: Rea
   return out;
 }
 
-/** The run's figures as they are measured. */
-type Draft = { -readonly [K in keyof ClusterRun]?: ClusterRun[K] };
-
-/** Leases the engines let lapse (they fenced themselves) from `since` on. */
-const leasesLost = (engines: readonly RoleProcess[], since: number) => engines.flatMap((e) => e.lines).filter((l) => l.at >= since && l.msg.startsWith("lease not renewed in time")).length;
-
-/**
- * How many times a nats-server loss is tried: a try whose next decision came more than BLIND_DECISION_MS after the kill
- * fell on a quiet tick of the market (it decides in bursts) and measures nothing of the loss; the node is started again,
- * the cluster settles, and the loss is tried again.
- */
-const LOSS_TRIES = 6;
-/**
- * A try is quiet when no transition decided after the kill reached every client this long after it (the market decides
- * in bursts 30-50 s apart); the last try waits for one up to 120 s.
- */
-const QUIET_MS = 25_000;
-
-/**
- * The first transition decided after a kill at `killedAt` on every client, or null for a quiet try: none reached every
- * client within QUIET_MS, and PEG_TRANSITIONS holds none decided within BLIND_DECISION_MS of the kill either (one that
- * is stored but not delivered yet is waited for, however long it takes: that is the measurement).
- */
-async function measuredNext(jsm: JetStreamManager, clients: readonly TransitionClient[], killedAt: number, seqBefore: number, attempt: number): Promise<NextTransition | null> {
-  const next = await nextDecided(clients, killedAt, attempt < LOSS_TRIES ? QUIET_MS : 120_000);
-  if ((next !== null && next.decidedAt - killedAt <= BLIND_DECISION_MS) || attempt >= LOSS_TRIES) return next;
-  const stuck = await waitFor(async () => (await storedDecidedIn(jsm, seqBefore, killedAt, BLIND_DECISION_MS)) > 0, 10_000, "a decision of the window in the stream", 1_000).then(
-    () => true,
-    () => false,
+/** Where a role process of the run finds NATS, PostgreSQL and its own directory, from deploy/env. */
+function envFor(databaseUrl: string, role: "engine" | "api", natsUrl: string, port?: number): Record<string, string> {
+  const dir = mkdtempSync(join(tmpdir(), `peg-cluster-bench-${role}-`));
+  dirs.push(dir);
+  return roleEnv(
+    role,
+    {
+      NATS_URL: natsUrl,
+      NATS_REPLICAS: "3",
+      DATABASE_URL: databaseUrl,
+      SECRETS_KEY: TEST_SECRETS_KEY,
+      LEASE_PARTITIONS: String(PARTITIONS),
+      FEED: "sim",
+      DATA_DIR: dir,
+      METRICS_PORT: "0",
+      ...(role === "api" ? { HOST: "127.0.0.1", PORT: String(port) } : {}),
+    },
+    { SIM_TICK_MS: String(TICK_MS), SIM_INCIDENT_EVERY_MS: String(INCIDENT_MS), BENCH_ASSETS: String(ASSETS), GIT_SHA, RATE_LIMIT_PER_MIN: "1000000" },
   );
-  return stuck ? nextDecided(clients, killedAt, 120_000, killedAt + BLIND_DECISION_MS) : next;
 }
 
-/** Restarts `node` and waits until it is a current replica of every stream; its restart -> current, in ms. */
-async function restart(jsm: JetStreamManager, node: ClusterNode): Promise<number> {
-  const at = Date.now();
-  await node.start();
-  await awaitCurrent(jsm, node.name, SLOW_MS);
-  const took = Date.now() - at;
-  step(`nats-server ${node.name} is back and current (${took} ms)`);
-  return took;
-}
+const started = (p: RoleProcess) => p.line((l) => l.msg === "serving", SLOW_MS, "serving");
 
 /**
- * 2a. SIGKILL of the nats-server that is neither the proxied engine's node nor the leader of PEG_TRANSITIONS, once
- * every stream it led has elected another leader: clients connected to it reconnect, its consumers are re-created,
- * and no stream waits for an election. The next transition must reach every client within 3 s of the kill. Started
- * again afterwards, and awaited until it is a current replica of every stream (step 2b needs two of three nodes).
+ * An API process, started again (up to 3 times) when it exits before serving: on a loaded machine the first
+ * JetStream requests to a young cluster can time out, and a process that cannot start exits (as under systemd,
+ * which restarts it).
  */
-async function followerLoss(jsm: JetStreamManager, conn: NatsConnection, clients: readonly TransitionClient[], apiPorts: readonly number[], proxied: ClusterNode, engines: readonly RoleProcess[], m: Draft): Promise<void> {
-  const reads = pollReads(apiPorts, catalog.active[0]!.symbol);
+async function startApi(name: string, env: Record<string, string>): Promise<RoleProcess> {
   for (let attempt = 1; ; attempt++) {
-    const transitionsLeader = (await jsm.streams.info("PEG_TRANSITIONS")).cluster?.leader;
-    const node = cluster!.nodes.find((n) => n !== proxied && n.name !== transitionsLeader)!;
-    const stillLed = await moveLeadersOff(conn, jsm, node.name);
-    const meta = metaLeader(cluster!) === node.name ? ["the JetStream meta group"] : [];
-    m.follower_node_killed = node.name;
-    m.follower_loss_led = [...stillLed, ...meta];
-    m.follower_loss_attempts = attempt;
-    step(`SIGKILL of nats-server ${node.name}, a follower of every stream${m.follower_loss_led.length === 0 ? "" : ` but the leader of ${m.follower_loss_led.join(", ")}`} (try ${attempt})`);
-    const seqBefore = await lastSeq(jsm, "PEG_TRANSITIONS");
-    const killedAt = await killBeforeTick(jsm, node, TICK_MS);
-    const next = await measuredNext(jsm, clients, killedAt, seqBefore, attempt);
-    if (next !== null) {
-      m.follower_loss_to_next_ws_ms = next.receivedAt - killedAt;
-      m.follower_loss_next_decided_ms = next.decidedAt - killedAt;
-      m.follower_loss_next_stored_ms = ((await storedAt(jsm, next.seq)) ?? NaN) - killedAt;
+    const p = spawnRole(attempt === 1 ? name : `${name}-attempt-${attempt}`, env, deployedNodeArgs("api"));
+    procs.push(p);
+    try {
+      await started(p);
+      return p;
+    } catch (err) {
+      if (attempt >= 3 || p.proc.exitCode === null) throw err;
+      console.error(`${name} exited before serving; starting it again`);
     }
-    step(`killed at ${new Date(killedAt).toISOString()}: ${next === null ? "nothing decided after it reached every client" : `the next transition decided ${next.decidedAt - killedAt} ms after the kill, on every client ${next.receivedAt - killedAt} ms after it`}`);
-    m.follower_loss_leases_lost = leasesLost(engines, killedAt);
-    m.follower_restart_to_current_ms = await restart(jsm, node);
-    if ((next !== null && next.decidedAt - killedAt <= BLIND_DECISION_MS) || attempt >= LOSS_TRIES) break;
   }
-  const statuses = await reads.stop();
-  m.follower_loss_reads = statuses.length;
-  m.follower_loss_reads_not_200 = statuses.filter((x) => x !== 200).length;
 }
 
-/**
- * 2b. SIGKILL of the nats-server leading PEG_TRANSITIONS (never the proxied engine's node: it steps down first if it
- * leads), just before the intake's next tick: no transition can be stored before the stream's election ends. A quiet
- * try is followed by the node's restart and, once every partition is leased again, another try.
- */
-async function leaderLoss(jsm: JetStreamManager, conn: NatsConnection, clients: readonly TransitionClient[], apiPorts: readonly number[], proxied: ClusterNode, engines: readonly RoleProcess[], ids: readonly string[], m: Draft): Promise<void> {
-  const reads = pollReads(apiPorts, catalog.active[0]!.symbol);
-  for (let attempt = 1; ; attempt++) {
-    for (let i = 0; i < 5 && (await jsm.streams.info("PEG_TRANSITIONS")).cluster?.leader === proxied.name; i++) {
-      await conn.request("$JS.API.STREAM.LEADER.STEPDOWN.PEG_TRANSITIONS", undefined, { timeout: 5_000 }).catch(() => null);
-      await waitFor(async () => ((await jsm.streams.info("PEG_TRANSITIONS")).cluster?.leader ?? proxied.name) !== proxied.name, 10_000, "a new leader").catch(() => {});
-    }
-    const leaderName = (await jsm.streams.info("PEG_TRANSITIONS")).cluster?.leader;
-    const leader = cluster!.nodes.find((n) => n.name === leaderName && n !== proxied);
-    if (leader === undefined) throw new Error(`PEG_TRANSITIONS is led by ${String(leaderName)}, the proxied engine's node`);
-    m.nats_node_killed = leader.name;
-    m.node_loss_attempts = attempt;
-    // Who else the killed node led: a stream or bucket whose leader dies takes no writes until its election ends (4-7 s
-    // on nats-server 2.9, bench/nats-election.ts); the lease bucket's means every engine stops its partitions.
-    m.node_loss_led = [...(await streamsLedBy(jsm, leader.name)).filter((s) => s !== "PEG_TRANSITIONS"), ...(metaLeader(cluster!) === leader.name ? ["the JetStream meta group"] : [])];
-    step(`SIGKILL of nats-server ${leader.name} (it also leads ${m.node_loss_led.join(", ") || "nothing else"}; try ${attempt})`);
-    const seqBefore = await lastSeq(jsm, "PEG_TRANSITIONS");
-    const natsKilledAt = await killBeforeTick(jsm, leader, TICK_MS);
-    // The first transition decided after the loss (the engine's ts, the instant of its sample), from the kill and,
-    // apart, from its decision (the delivery blind time).
-    const next = await measuredNext(jsm, clients, natsKilledAt, seqBefore, attempt);
-    // Kill -> the first transition on every client, whenever it was decided (what earlier runs reported).
-    const firstAfter = clients.map((c) => c.transitions.find((t) => t.received_at > natsKilledAt)?.received_at);
-    if (firstAfter.every((x) => x !== undefined)) m.node_loss_to_first_ws_ms = Math.max(...firstAfter) - natsKilledAt;
-    if (next !== null) {
-      m.node_loss_kill_to_next_ws_ms = next.receivedAt - natsKilledAt;
-      m.node_loss_to_next_ws_ms = next.receivedAt - next.decidedAt;
-      m.node_loss_next_decided_ms = next.decidedAt - natsKilledAt;
-      m.node_loss_next_stored_ms = ((await storedAt(jsm, next.seq)) ?? NaN) - natsKilledAt;
-    }
-    step(`killed at ${new Date(natsKilledAt).toISOString()}: ${next === null ? "nothing decided after it reached every client" : `the next transition decided ${next.decidedAt - natsKilledAt} ms after the kill, on every client ${next.receivedAt - natsKilledAt} ms after it`}`);
-    // Engines that could not renew through the election stop their assets (fenced) until they lease them again.
-    m.node_loss_leases_lost = leasesLost(engines, natsKilledAt);
-    const last = (next !== null && next.decidedAt - natsKilledAt <= BLIND_DECISION_MS) || attempt >= LOSS_TRIES;
-    if (last) {
-      // How late did the first NODE_TRANSITIONS transitions received after the loss arrive, from their decision (or from
-      // the loss, for one decided before it)? Bounded: a run whose engines decide few transitions is timed on those that came.
-      await waitFor(() => clients.every((c) => c.transitions.filter((t) => t.received_at > natsKilledAt).length >= NODE_TRANSITIONS), 60_000, "transitions after the node loss", 100).catch(() => {});
-      const after = clients.flatMap((c) => c.transitions.filter((t) => t.received_at > natsKilledAt).slice(0, NODE_TRANSITIONS));
-      m.node_loss_ws_delay_max_ms = Math.max(...after.map((t) => t.received_at - Math.max(t.decided_at, natsKilledAt)));
-      break;
-    }
-    await restart(jsm, leader);
-    await waitFor(async () => balanced(await owners(conn), ids), SLOW_MS, "every partition leased again", 500);
-  }
-  const statuses = await reads.stop();
-  m.reads_during_node_loss = statuses.length;
-  m.reads_not_200 = statuses.filter((x) => x !== 200).length;
+/** The running deployment, as the steps act on it. */
+interface Running {
+  readonly jsm: JetStreamManager;
+  readonly conn: NatsConnection;
+  readonly cluster: TestNatsCluster;
+  readonly proxy: TcpProxyProcess;
+  /** The node the last engine reaches NATS through (by `proxy`). */
+  readonly proxied: ClusterNode;
+  readonly watch: Awaited<ReturnType<typeof watchLeases>>;
+  readonly apiPorts: readonly number[];
+  readonly clients: readonly TransitionClient[];
+  readonly engines: readonly RoleProcess[];
+  readonly ids: readonly string[];
 }
 
-async function run(m: Draft): Promise<void> {
+/** Starts everything, and waits for the steady state: every partition leased and balanced, a transition on every client. */
+async function start(): Promise<Running> {
   [cluster, pg] = await Promise.all([startNatsCluster(3), startPostgres()]);
   const databaseUrl = await pg.createDatabase();
-  const env = (role: "engine" | "api", natsUrl: string, port?: number) => {
-    const dir = mkdtempSync(join(tmpdir(), `peg-cluster-bench-${role}-`));
-    dirs.push(dir);
-    return roleEnv(
-      role,
-      {
-        NATS_URL: natsUrl,
-        NATS_REPLICAS: "3",
-        DATABASE_URL: databaseUrl,
-        SECRETS_KEY: TEST_SECRETS_KEY,
-        LEASE_PARTITIONS: String(PARTITIONS),
-        FEED: "sim",
-        DATA_DIR: dir,
-        METRICS_PORT: "0",
-        ...(role === "api" ? { HOST: "127.0.0.1", PORT: String(port) } : {}),
-      },
-      { SIM_TICK_MS: String(TICK_MS), SIM_INCIDENT_EVERY_MS: String(INCIDENT_MS), BENCH_ASSETS: String(ASSETS), GIT_SHA, RATE_LIMIT_PER_MIN: "1000000" },
-    );
-  };
-  const started = (p: RoleProcess) => p.line((l) => l.msg === "serving", SLOW_MS, "serving");
-  /**
-   * An API process, started again (up to 3 times) when it exits before serving: on a loaded machine the first
-   * JetStream requests to a young cluster can time out, and a process that cannot start exits (as under systemd,
-   * which restarts it).
-   */
-  const startApi = async (name: string, port: number): Promise<RoleProcess> => {
-    const e = env("api", cluster!.urls, port);
-    for (let attempt = 1; ; attempt++) {
-      const p = spawnRole(attempt === 1 ? name : `${name}-attempt-${attempt}`, e, deployedNodeArgs("api"));
-      procs.push(p);
-      try {
-        await started(p);
-        return p;
-      } catch (err) {
-        if (attempt >= 3 || p.proc.exitCode === null) throw err;
-        console.error(`${name} exited before serving; starting it again`);
-      }
-    }
-  };
-
+  const env = (role: "engine" | "api", natsUrl: string, port?: number) => envFor(databaseUrl, role, natsUrl, port);
   // API processes first: the first one creates the schema and the topology (replicas 3) alone.
   const apiPorts = [await freePort(), await freePort()];
-  await startApi("api-1", apiPorts[0]!);
-  await startApi("api-2", apiPorts[1]!);
-  nc = await connect({ servers: cluster.urls.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-  const jsm = await jetstreamManager(nc);
-  const watch = await watchLeases(nc, "partition.>", 3);
+  await startApi("api-1", env("api", cluster.urls, apiPorts[0]!));
+  await startApi("api-2", env("api", cluster.urls, apiPorts[1]!));
+  const conn = (nc = await connect({ servers: cluster.urls.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250 }));
+  const jsm = await jetstreamManager(conn);
+  const watch = await watchLeases(conn, "partition.>", 3);
 
   // The last engine reaches NATS only through a proxy to a node that does not lead PEG_TRANSITIONS (step 2 kills
   // that leader; the proxied engine's connection must outlive it, or its client would reconnect around the proxy).
   const leaderAtStart = (await jsm.streams.info("PEG_TRANSITIONS")).cluster?.leader;
   const proxied = cluster.nodes.find((n) => n.name !== leaderAtStart)!;
-  proxy = await startTcpProxyProcess(proxied.port);
+  const tcp = (proxy = await startTcpProxyProcess(proxied.port));
+  const urls = cluster.urls;
   const engines = Array.from({ length: ENGINES }, (_, i) =>
-    spawnRole(`engine-${i + 1}`, env("engine", i === ENGINES - 1 ? `nats://127.0.0.1:${proxy!.port}` : cluster!.urls), [...deployedNodeArgs("engine"), ...PROF]),
+    spawnRole(`engine-${i + 1}`, env("engine", i === ENGINES - 1 ? `nats://127.0.0.1:${tcp.port}` : urls), [...deployedNodeArgs("engine"), ...PROF]),
   );
   procs.push(...engines);
   const ids = (await Promise.all(engines.map(started))).map((l) => String(l["engine"]));
   const allMints = new Set(catalog.active.map((a) => a.mint));
-  await waitFor(async () => balanced(await owners(nc!), ids) && acquisitions(engines, 0, allMints).size === allMints.size, SLOW_MS, "every partition leased, balanced, every asset acquired", 500);
+  await waitFor(async () => balanced(await owners(conn), ids) && acquisitions(engines, 0, allMints).size === allMints.size, SLOW_MS, "every partition leased, balanced, every asset acquired", 500);
   step(`steady: ${ENGINES} engines hold ${units.units.length} partitions, ${allMints.size} assets acquired`);
   const clients = apiPorts.map((port, i) => new TransitionClient(`api-${i + 1}`, `ws://127.0.0.1:${port}/v1/ws`));
   await waitFor(() => clients.every((c) => c.transitions.length > 0), 180_000, "a transition on every WebSocket client", 200);
+  return { jsm, conn, cluster, proxy: tcp, proxied, watch, apiPorts, clients, engines, ids };
+}
 
-  // 0. Steady state: lease writes per second.
-  const kvFrom = await lastSeq(jsm, `KV_${LEASE_BUCKET}`);
-  const trFrom = await lastSeq(jsm, "PEG_TRANSITIONS");
+/** 0. Steady state: lease writes and transitions per second. */
+async function steadyState(r: Running, m: ClusterDraft): Promise<void> {
+  const kvFrom = await lastSeq(r.jsm, `KV_${LEASE_BUCKET}`);
+  const trFrom = await lastSeq(r.jsm, "PEG_TRANSITIONS");
   const steadyFrom = Date.now();
   await sleep(STEADY_S * 1000);
   const steadyS = (Date.now() - steadyFrom) / 1000;
-  m.lease_writes_per_s = Math.round(((await lastSeq(jsm, `KV_${LEASE_BUCKET}`)) - kvFrom) / steadyS);
-  m.steady_transitions_per_s = Number((((await lastSeq(jsm, "PEG_TRANSITIONS")) - trFrom) / steadyS).toFixed(2));
+  m.lease_writes_per_s = Math.round(((await lastSeq(r.jsm, `KV_${LEASE_BUCKET}`)) - kvFrom) / steadyS);
+  m.steady_transitions_per_s = Number((((await lastSeq(r.jsm, "PEG_TRANSITIONS")) - trFrom) / steadyS).toFixed(2));
+}
 
-  // 1. kill -9 of the first engine.
-  const victim = engines[0]!;
-  const survivors = engines.slice(1);
-  const victimUnits = owned(await owners(nc), ids[0]!);
+/** 1. kill -9 of the first engine; returns the instant of the kill. */
+async function engineKill(r: Running, m: ClusterDraft): Promise<number> {
+  const victim = r.engines[0]!;
+  const survivors = r.engines.slice(1);
+  const victimUnits = owned(await owners(r.conn), r.ids[0]!);
   const moved = new Set(victimUnits.flatMap((u) => [...units.assetsOf(u)]));
   m.moved_partitions = victimUnits.length;
   m.moved_assets = moved.size;
@@ -368,26 +260,25 @@ async function run(m: Draft): Promise<void> {
   const movedSymbols = new Set(catalog.active.filter((a) => moved.has(a.mint)).map((a) => a.symbol));
   m.gap_samples_missed = survivors.flatMap((e) => e.lines).filter((l) => l.at >= killedAt && l.msg.startsWith("samples since the restored state are no longer kept") && movedSymbols.has(String(l["asset"]))).length;
   m.restored_from = totals.from;
+  return killedAt;
+}
 
-  // 2. Loss of a nats-server that leads no stream (nor, when the logs tell, the meta group), then of the one leading
-  // PEG_TRANSITIONS.
-  await followerLoss(jsm, nc, clients, apiPorts, proxied, survivors, m);
-  await leaderLoss(jsm, nc, clients, apiPorts, proxied, survivors, ids.slice(1), m);
-
-  // 3. Network partition of the last engine: it keeps running, cut off from NATS.
-  const cutEngine = engines[ENGINES - 1]!;
-  const cutId = ids[ENGINES - 1]!;
+/** 3. Network partition of the last engine: it keeps running, cut off from NATS, then rejoins after the heal. */
+async function networkPartition(r: Running, m: ClusterDraft): Promise<void> {
+  const survivors = r.engines.slice(1);
+  const cutEngine = r.engines[ENGINES - 1]!;
+  const cutId = r.ids[ENGINES - 1]!;
   const rest = survivors.filter((e) => e !== cutEngine);
-  const restIds = ids.slice(1, ENGINES - 1);
-  const cutUnits = owned(await owners(nc), cutId);
+  const restIds = r.ids.slice(1, ENGINES - 1);
+  const cutUnits = owned(await owners(r.conn), cutId);
   const cutMints = new Set(cutUnits.flatMap((u) => [...units.assetsOf(u)]));
   m.partition_cut_partitions = cutUnits.length;
   step(`network partition of ${cutEngine.name} (${cutUnits.length} partitions)`);
   const cutAt = Date.now();
-  await proxy.cut();
+  await r.proxy.cut();
   await waitFor(
     async () => {
-      const now = await owners(nc!);
+      const now = await owners(r.conn);
       return cutUnits.every((u) => restIds.includes(now.get(u) ?? "")) && acquisitions(rest, cutAt, cutMints).size === cutMints.size;
     },
     SLOW_MS,
@@ -398,35 +289,37 @@ async function run(m: Draft): Promise<void> {
   const fencedAt = new Map<string, number>();
   for (const l of cutEngine.lines) if (l.at >= cutAt && l.msg.startsWith("lease not renewed in time") && !fencedAt.has(String(l["mint"]))) fencedAt.set(String(l["mint"]), l.at);
   const takenAt = new Map<string, number>();
-  for (const h of watch.history) if (h.op === "PUT" && h.at >= cutAt && h.value !== null && restIds.includes(h.value.owner) && !takenAt.has(h.key)) takenAt.set(h.key, h.at);
+  for (const h of r.watch.history) if (h.op === "PUT" && h.at >= cutAt && h.value !== null && restIds.includes(h.value.owner) && !takenAt.has(h.key)) takenAt.set(h.key, h.at);
   m.partition_fenced_ms = fencedAt.size === 0 ? null : Math.max(...fencedAt.values()) - cutAt;
   m.partitions_not_fenced_first = cutUnits.filter((u) => !(fencedAt.get(u)! < (takenAt.get(`partition.${u}`) ?? Infinity))).length;
   await sleep(PARTITION_S * 1000);
   const healAt = Date.now();
-  await proxy.heal();
-  const liveIds = ids.slice(1);
+  await r.proxy.heal();
+  const liveIds = r.ids.slice(1);
   await waitFor(async () => {
-    const now = await owners(nc!);
+    const now = await owners(r.conn);
     return owned(now, cutId).length > 0 && balanced(now, liveIds);
   }, SLOW_MS, "the healed engine to rejoin and the partitions to be shared again", 200);
   m.heal_to_rejoined_ms = Date.now() - healAt;
+}
 
+/** 4. The stream against every client, once the last transitions reached them; `since`: the first fault. */
+async function readBack(r: Running, m: ClusterDraft, since: number): Promise<void> {
   step("reading PEG_TRANSITIONS back");
-  // 4. The stream against every client, once the last transitions reached them.
-  const finalSeq = await lastSeq(jsm, "PEG_TRANSITIONS");
-  await waitFor(() => clients.every((c) => (c.transitions.at(-1)?.seq ?? 0) >= finalSeq), 60_000, "every client to catch up with the stream", 200).catch(() => {});
-  const { receipts, firstSeq } = await ackedHistory(jsm);
+  const finalSeq = await lastSeq(r.jsm, "PEG_TRANSITIONS");
+  await waitFor(() => r.clients.every((c) => (c.transitions.at(-1)?.seq ?? 0) >= finalSeq), 60_000, "every client to catch up with the stream", 200).catch(() => {});
+  const { receipts, firstSeq } = await ackedHistory(r.jsm);
   const upTo = receipts.slice(0, finalSeq - firstSeq + 1);
-  const counts = compareHistory(upTo, firstSeq, clients);
+  const counts = compareHistory(upTo, firstSeq, r.clients);
   // An early handover the watch saw, of a lease its previous owner logged handing back just before (it is deleted
   // right after that line): a graceful release whose delete marker the watch missed, not two owners (cluster-checks.ts).
   const idOf = (p: RoleProcess) => String(p.lines.find((l) => l.msg === "serving")?.["engine"]);
   const handedBack = (e: EarlyHandover) =>
     procs.some((p) => idOf(p) === e.previous && p.lines.some((l) => l.msg === "released assets" && l["lease"] === e.key && l.at <= e.at && l.at >= e.at - 2_000));
-  const watched = earlyHandovers(watch.history);
+  const watched = earlyHandovers(r.watch.history);
   const early = watched.filter((e) => !handedBack(e));
   m.early_handovers_handed_back = watched.length - early.length;
-  watch.stop();
+  r.watch.stop();
   m.transitions = counts.transitions;
   m.transitions_lost = counts.lost;
   m.transitions_duplicated = counts.duplicated;
@@ -435,29 +328,51 @@ async function run(m: Draft): Promise<void> {
   m.first_transitions_from_unknown = counts.firstFromUnknown.length;
   m.early_handovers = early.length;
   m.double_owner_transitions = counts.chainBreaks + early.length;
-  m.ws_clients_closed = clients.filter((c) => c.closed !== null).length;
+  m.ws_clients_closed = r.clients.filter((c) => c.closed !== null).length;
   // Over every fault, not only the kill: an asset restored from a state older than the survivors' recent samples
   // resumes without the samples in between (each line is one asset resuming with a gap).
-  m.resumed_without_samples = engines.flatMap((e) => e.lines).filter((l) => l.at >= killedAt && l.msg.startsWith("samples since the restored state are no longer kept")).length;
+  m.resumed_without_samples = r.engines.flatMap((e) => e.lines).filter((l) => l.at >= since && l.msg.startsWith("samples since the restored state are no longer kept")).length;
   if (counts.chainBreakLines.length > 0) console.error(`chain breaks: ${counts.chainBreakLines.slice(0, 10).join("; ")}`);
   if (counts.firstFromUnknown.length > 0) console.error(`first transitions from UNKNOWN: ${counts.firstFromUnknown.slice(0, 10).join("; ")}`);
   if (early.length > 0) console.error(`early handovers: ${early.slice(0, 10).map((e) => `${e.key}: ${e.owner} at ${e.at} before ${e.previous}'s lease expired at ${e.expiresAt}`).join("; ")}`);
   // How the market decided: transitions per second of their decision (their sample's instant), for reading a run's quiet stretches.
   const perTick = new Map<number, number>();
-  for (const t of clients[0]!.transitions) {
+  for (const t of r.clients[0]!.transitions) {
     const second = Math.floor(t.decided_at / 1_000) * 1_000;
     perTick.set(second, (perTick.get(second) ?? 0) + 1);
   }
   step(`transitions per second of their decision: ${[...perTick].sort(([a], [b]) => a - b).map(([at, n]) => `${new Date(at).toISOString().slice(11, 19)} ${n}`).join(", ")}`);
   // Every transition the first client received, for reading a run afterwards (test-results/cluster-bench).
   mkdirSync(join(ROOT, "test-results", "cluster-bench"), { recursive: true });
-  writeFileSync(join(ROOT, "test-results", "cluster-bench", "transitions.jsonl"), clients[0]!.transitions.map((t) => JSON.stringify(t)).join("\n"));
-  for (const c of clients) c.close();
+  writeFileSync(join(ROOT, "test-results", "cluster-bench", "transitions.jsonl"), r.clients[0]!.transitions.map((t) => JSON.stringify(t)).join("\n"));
+  for (const c of r.clients) c.close();
+}
+
+async function run(m: ClusterDraft): Promise<void> {
+  const r = await start();
+  await steadyState(r, m);
+  const killedAt = await engineKill(r, m);
+  // 2. Loss of a nats-server that leads no stream (nor, when the logs tell, the meta group), then of the one leading
+  // PEG_TRANSITIONS.
+  const loss: LossRun = {
+    ...r,
+    engines: r.engines.slice(1),
+    readSymbol: catalog.active[0]!.symbol,
+    tickMs: TICK_MS,
+    slowMs: SLOW_MS,
+    nodeTransitions: NODE_TRANSITIONS,
+    leasedAgain: async () => balanced(await owners(r.conn), r.ids.slice(1)),
+    step,
+  };
+  await followerLoss(loss, m);
+  await leaderLoss(loss, m);
+  await networkPartition(r, m);
+  await readBack(r, m, killedAt);
 }
 
 const loadBefore = loadAverage();
 const startedAt = Date.now();
-const m: Draft = { assets: ASSETS, engines: ENGINES, api_processes: 2, nats_nodes: 3, partitions: units.units.length, tick_ms: TICK_MS, node_transitions: NODE_TRANSITIONS };
+const m: ClusterDraft = { assets: ASSETS, engines: ENGINES, api_processes: 2, nats_nodes: 3, partitions: units.units.length, tick_ms: TICK_MS, node_transitions: NODE_TRANSITIONS };
 let failed: string | null = null;
 try {
   await run(m);

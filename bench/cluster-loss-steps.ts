@@ -1,0 +1,186 @@
+/**
+ * Step 2 of bench:cluster: two nats-server losses, each by SIGKILL 0.5 s before the intake's next tick, timed from the
+ * kill to the first transition decided after it on every WebSocket client, with public reads through both API
+ * processes meanwhile (the primitives are in `cluster-node-loss.ts`). A try that falls on a quiet stretch of the
+ * market measures nothing of the loss: the node is started again and the loss tried again.
+ */
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { ClusterNode, TestNatsCluster } from "../test/support/nats-cluster.ts";
+import { waitFor } from "../test/support/ports.ts";
+import { awaitCurrent, killBeforeTick, lastSeq, metaLeader, moveLeadersOff, nextDecided, pollReads, storedAt, storedDecidedIn, streamsLedBy, type NextTransition } from "./cluster-node-loss.ts";
+import type { RoleProcess, TransitionClient } from "./cluster-procs.ts";
+import { BLIND_DECISION_MS, type ClusterDraft } from "./cluster-report.ts";
+
+/** What the loss steps act on and read, from the running benchmark. */
+export interface LossRun {
+  readonly jsm: JetStreamManager;
+  readonly conn: NatsConnection;
+  readonly cluster: TestNatsCluster;
+  readonly clients: readonly TransitionClient[];
+  readonly apiPorts: readonly number[];
+  /** The node the proxied engine reaches NATS through: never killed (its connection must outlive the losses). */
+  readonly proxied: ClusterNode;
+  /** The live engines (their fence lines count the leases lost). */
+  readonly engines: readonly RoleProcess[];
+  /** The asset the public reads ask for. */
+  readonly readSymbol: string;
+  readonly tickMs: number;
+  /** Bound of a restart until current, and of every partition leased again. */
+  readonly slowMs: number;
+  /** 2b times the delivery of this many transitions after the loss. */
+  readonly nodeTransitions: number;
+  /** Every partition leased again, each live engine within one partition of its share. */
+  leasedAgain(): Promise<boolean>;
+  step(what: string): void;
+}
+
+/**
+ * How many times a nats-server loss is tried: a try whose next decision came more than BLIND_DECISION_MS after the kill
+ * fell on a quiet tick of the market (it decides in bursts) and measures nothing of the loss; the node is started again,
+ * the cluster settles, and the loss is tried again.
+ */
+const LOSS_TRIES = 6;
+/**
+ * A try is quiet when no transition decided after the kill reached every client this long after it (the market decides
+ * in bursts 30-50 s apart); the last try waits for one up to 120 s.
+ */
+const QUIET_MS = 25_000;
+
+/** Leases the engines let lapse (they fenced themselves) from `since` on. */
+const leasesLost = (engines: readonly RoleProcess[], since: number) => engines.flatMap((e) => e.lines).filter((l) => l.at >= since && l.msg.startsWith("lease not renewed in time")).length;
+
+/** Whether a try measured the loss: the next transition was decided during it. */
+const measured = (next: NextTransition | null, killedAt: number) => next !== null && next.decidedAt - killedAt <= BLIND_DECISION_MS;
+
+/**
+ * The first transition decided after a kill at `killedAt` on every client, or null for a quiet try: none reached every
+ * client within QUIET_MS, and PEG_TRANSITIONS holds none decided within BLIND_DECISION_MS of the kill either (one that
+ * is stored but not delivered yet is waited for, however long it takes: that is the measurement).
+ */
+async function measuredNext(r: LossRun, killedAt: number, seqBefore: number, attempt: number): Promise<NextTransition | null> {
+  const next = await nextDecided(r.clients, killedAt, attempt < LOSS_TRIES ? QUIET_MS : 120_000);
+  if (measured(next, killedAt) || attempt >= LOSS_TRIES) return next;
+  const decidedInWindow = storedDecidedIn(r.jsm, seqBefore, killedAt, BLIND_DECISION_MS);
+  const stuck = await waitFor(async () => (await decidedInWindow()) > 0, 10_000, "a decision of the window in the stream", 1_000).then(
+    () => true,
+    () => false,
+  );
+  return stuck ? nextDecided(r.clients, killedAt, 120_000, killedAt + BLIND_DECISION_MS) : next;
+}
+
+/** Restarts `node` and waits until it is a current replica of every stream; its restart -> current, in ms. */
+async function restart(r: LossRun, node: ClusterNode): Promise<number> {
+  const at = Date.now();
+  await node.start();
+  await awaitCurrent(r.jsm, node.name, r.slowMs);
+  const took = Date.now() - at;
+  r.step(`nats-server ${node.name} is back and current (${took} ms)`);
+  return took;
+}
+
+const killLine = (next: NextTransition | null, killedAt: number) =>
+  `killed at ${new Date(killedAt).toISOString()}: ${next === null ? "nothing decided after it reached every client" : `the next transition decided ${next.decidedAt - killedAt} ms after the kill, on every client ${next.receivedAt - killedAt} ms after it`}`;
+
+/**
+ * 2a. SIGKILL of the nats-server that is neither the proxied engine's node nor the leader of PEG_TRANSITIONS, once
+ * every stream it led has elected another leader: clients connected to it reconnect, its consumers are re-created,
+ * and no stream waits for an election. The next transition must reach every client within 3 s of the kill. Started
+ * again afterwards, and awaited until it is a current replica of every stream (step 2b needs two of three nodes).
+ */
+export async function followerLoss(r: LossRun, m: ClusterDraft): Promise<void> {
+  const reads = pollReads(r.apiPorts, r.readSymbol);
+  for (let attempt = 1; ; attempt++) {
+    const transitionsLeader = (await r.jsm.streams.info("PEG_TRANSITIONS")).cluster?.leader;
+    const node = r.cluster.nodes.find((n) => n !== r.proxied && n.name !== transitionsLeader)!;
+    const stillLed = await moveLeadersOff(r.conn, r.jsm, node.name);
+    const meta = metaLeader(r.cluster) === node.name ? ["the JetStream meta group"] : [];
+    m.follower_node_killed = node.name;
+    m.follower_loss_led = [...stillLed, ...meta];
+    m.follower_loss_attempts = attempt;
+    r.step(`SIGKILL of nats-server ${node.name}, a follower of every stream${m.follower_loss_led.length === 0 ? "" : ` but the leader of ${m.follower_loss_led.join(", ")}`} (try ${attempt})`);
+    const seqBefore = await lastSeq(r.jsm, "PEG_TRANSITIONS");
+    const killedAt = await killBeforeTick(r.jsm, node, r.tickMs);
+    const next = await measuredNext(r, killedAt, seqBefore, attempt);
+    if (next !== null) {
+      m.follower_loss_to_next_ws_ms = next.receivedAt - killedAt;
+      m.follower_loss_next_decided_ms = next.decidedAt - killedAt;
+      m.follower_loss_next_stored_ms = ((await storedAt(r.jsm, next.seq)) ?? NaN) - killedAt;
+    }
+    r.step(killLine(next, killedAt));
+    m.follower_loss_leases_lost = leasesLost(r.engines, killedAt);
+    m.follower_restart_to_current_ms = await restart(r, node);
+    if (measured(next, killedAt) || attempt >= LOSS_TRIES) break;
+  }
+  const statuses = await reads.stop();
+  m.follower_loss_reads = statuses.length;
+  m.follower_loss_reads_not_200 = statuses.filter((x) => x !== 200).length;
+}
+
+/** The leader of PEG_TRANSITIONS once the proxied engine's node no longer leads it (it is asked to step down). */
+async function transitionsLeaderOffProxied(r: LossRun): Promise<ClusterNode> {
+  const leaderName = async () => (await r.jsm.streams.info("PEG_TRANSITIONS")).cluster?.leader;
+  for (let i = 0; i < 5 && (await leaderName()) === r.proxied.name; i++) {
+    await r.conn.request("$JS.API.STREAM.LEADER.STEPDOWN.PEG_TRANSITIONS", undefined, { timeout: 5_000 }).catch(() => null);
+    await waitFor(async () => ((await leaderName()) ?? r.proxied.name) !== r.proxied.name, 10_000, "a new leader").catch(() => {});
+  }
+  const name = await leaderName();
+  const leader = r.cluster.nodes.find((n) => n.name === name && n !== r.proxied);
+  if (leader === undefined) throw new Error(`PEG_TRANSITIONS is led by ${String(name)}, the proxied engine's node`);
+  return leader;
+}
+
+/**
+ * 2b. SIGKILL of the nats-server leading PEG_TRANSITIONS (never the proxied engine's node: it steps down first if it
+ * leads), just before the intake's next tick: no transition can be stored before the stream's election ends. A quiet
+ * try is followed by the node's restart and, once every partition is leased again, another try.
+ */
+export async function leaderLoss(r: LossRun, m: ClusterDraft): Promise<void> {
+  const reads = pollReads(r.apiPorts, r.readSymbol);
+  for (let attempt = 1; ; attempt++) {
+    const leader = await transitionsLeaderOffProxied(r);
+    m.nats_node_killed = leader.name;
+    m.node_loss_attempts = attempt;
+    // Who else the killed node led: a stream or bucket whose leader dies takes no writes until its election ends (4-7 s
+    // on nats-server 2.9, bench/nats-election.ts); the lease bucket's means every engine stops its partitions.
+    m.node_loss_led = [...(await streamsLedBy(r.jsm, leader.name)).filter((s) => s !== "PEG_TRANSITIONS"), ...(metaLeader(r.cluster) === leader.name ? ["the JetStream meta group"] : [])];
+    r.step(`SIGKILL of nats-server ${leader.name} (it also leads ${m.node_loss_led.join(", ") || "nothing else"}; try ${attempt})`);
+    const seqBefore = await lastSeq(r.jsm, "PEG_TRANSITIONS");
+    const killedAt = await killBeforeTick(r.jsm, leader, r.tickMs);
+    // The first transition decided after the loss (the engine's ts, the instant of its sample), from the kill and,
+    // apart, from its decision (the delivery blind time).
+    const next = await measuredNext(r, killedAt, seqBefore, attempt);
+    // Kill -> the first transition on every client, whenever it was decided (what earlier runs reported).
+    const firstAfter = r.clients.map((c) => c.transitions.find((t) => t.received_at > killedAt)?.received_at);
+    if (firstAfter.every((x) => x !== undefined)) m.node_loss_to_first_ws_ms = Math.max(...firstAfter) - killedAt;
+    if (next !== null) {
+      m.node_loss_kill_to_next_ws_ms = next.receivedAt - killedAt;
+      m.node_loss_to_next_ws_ms = next.receivedAt - next.decidedAt;
+      m.node_loss_next_decided_ms = next.decidedAt - killedAt;
+      m.node_loss_next_stored_ms = ((await storedAt(r.jsm, next.seq)) ?? NaN) - killedAt;
+    }
+    r.step(killLine(next, killedAt));
+    // Engines that could not renew through the election stop their assets (fenced) until they lease them again.
+    m.node_loss_leases_lost = leasesLost(r.engines, killedAt);
+    if (measured(next, killedAt) || attempt >= LOSS_TRIES) {
+      m.node_loss_ws_delay_max_ms = await deliveryDelayAfter(r, killedAt);
+      break;
+    }
+    await restart(r, leader);
+    await waitFor(() => r.leasedAgain(), r.slowMs, "every partition leased again", 500);
+  }
+  const statuses = await reads.stop();
+  m.reads_during_node_loss = statuses.length;
+  m.reads_not_200 = statuses.filter((x) => x !== 200).length;
+}
+
+/**
+ * How late the first `nodeTransitions` transitions received after the loss arrived, from their decision (or from the
+ * loss, for one decided before it). Bounded: a run whose engines decide few transitions is timed on those that came.
+ */
+async function deliveryDelayAfter(r: LossRun, killedAt: number): Promise<number> {
+  const after = (c: TransitionClient) => c.transitions.filter((t) => t.received_at > killedAt);
+  await waitFor(() => r.clients.every((c) => after(c).length >= r.nodeTransitions), 60_000, "transitions after the node loss", 100).catch(() => {});
+  const first = r.clients.flatMap((c) => after(c).slice(0, r.nodeTransitions));
+  return Math.max(...first.map((t) => t.received_at - Math.max(t.decided_at, killedAt)));
+}
