@@ -1,8 +1,9 @@
 /**
  * Step 2 of bench:cluster: two nats-server losses, each by SIGKILL 0.5 s before the intake's next tick, timed from the
  * kill to the first transition decided after it on every WebSocket client, with public reads through both API
- * processes meanwhile (the primitives are in `cluster-node-loss.ts`). A try that falls on a quiet stretch of the
- * market measures nothing of the loss: the node is started again and the loss tried again.
+ * processes meanwhile (the primitives are in `cluster-node-loss.ts`). Each try starts from a settled cluster. A try
+ * that falls on a quiet stretch of the market measures nothing of the loss: the node is started again and the loss
+ * tried again.
  */
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -46,6 +47,26 @@ const LOSS_TRIES = 6;
  * in bursts 30-50 s apart); the last try waits for one up to 120 s.
  */
 const QUIET_MS = 25_000;
+
+/** A try starts once no engine lost or took a lease, or the intake, for this long (and every partition is leased). */
+const SETTLE_MS = 3_000;
+const MOVES = ["acquired assets", "this engine is the intake", "lease not renewed in time: stopping the asset before it can expire", "assets stopped: lease lost"];
+
+/**
+ * Whether the cluster settled: every partition leased and balanced, and no engine logged a lease lost or taken (or
+ * the intake moving) for SETTLE_MS. A node that rejoins can make renewals time out and partitions move (bench run of
+ * 2026-11-28 06:00: a try 0.2 s after the previous try's node was back fell in the middle of such a move, and measured
+ * its take-overs, 8.9 s, not the loss).
+ */
+async function settled(r: LossRun): Promise<boolean> {
+  const since = Date.now() - SETTLE_MS;
+  for (const e of r.engines) {
+    for (let i = e.lines.length - 1; i >= 0 && e.lines[i]!.at >= since; i--) if (MOVES.includes(e.lines[i]!.msg)) return false;
+  }
+  return r.leasedAgain();
+}
+
+const awaitSettled = (r: LossRun) => waitFor(() => settled(r), r.slowMs, "the cluster to settle (no lease moved for 3 s)", 500);
 
 /** Leases the engines let lapse (they fenced themselves) from `since` on. */
 const leasesLost = (engines: readonly RoleProcess[], since: number) => engines.flatMap((e) => e.lines).filter((l) => l.at >= since && l.msg.startsWith("lease not renewed in time")).length;
@@ -91,6 +112,7 @@ const killLine = (next: NextTransition | null, killedAt: number) =>
 export async function followerLoss(r: LossRun, m: ClusterDraft): Promise<void> {
   const reads = pollReads(r.apiPorts, r.readSymbol);
   for (let attempt = 1; ; attempt++) {
+    await awaitSettled(r);
     const transitionsLeader = (await r.jsm.streams.info("PEG_TRANSITIONS")).cluster?.leader;
     const node = r.cluster.nodes.find((n) => n !== r.proxied && n.name !== transitionsLeader)!;
     const stillLed = await moveLeadersOff(r.conn, r.jsm, node.name);
@@ -138,6 +160,7 @@ async function transitionsLeaderOffProxied(r: LossRun): Promise<ClusterNode> {
 export async function leaderLoss(r: LossRun, m: ClusterDraft): Promise<void> {
   const reads = pollReads(r.apiPorts, r.readSymbol);
   for (let attempt = 1; ; attempt++) {
+    await awaitSettled(r);
     const leader = await transitionsLeaderOffProxied(r);
     m.nats_node_killed = leader.name;
     m.node_loss_attempts = attempt;
@@ -167,7 +190,6 @@ export async function leaderLoss(r: LossRun, m: ClusterDraft): Promise<void> {
       break;
     }
     await restart(r, leader);
-    await waitFor(() => r.leasedAgain(), r.slowMs, "every partition leased again", 500);
   }
   const statuses = await reads.stop();
   m.reads_during_node_loss = statuses.length;

@@ -10,9 +10,9 @@
  * 1. kill -9 of the first engine: kill -> the last `acquired assets` line of a survivor for a partition of the killed
  *    engine (its assets restored, and fed the samples the survivor received since their states: `caught_up`);
  *    gap samples missed = the survivors' "samples since the restored state are no longer kept" lines for them.
- * 2. Two nats-server losses, each by SIGKILL 0.5 s before the intake's next tick, so that tick's decisions come during
- *    the loss; each timed from the kill to the first transition decided after it on every WebSocket client, with
- *    public reads through both API processes meanwhile:
+ * 2. Two nats-server losses, each by SIGKILL 0.5 s before the intake's next tick (once no lease moved for 3 s), so
+ *    that tick's decisions come during the loss; each timed from the kill to the first transition decided after it on
+ *    every WebSocket client, with public reads through both API processes meanwhile:
  *    a. a node that leads no stream (they are moved off it first), restarted after until it is current again;
  *    b. the node leading PEG_TRANSITIONS (no transition is stored before its election ends), and apart the delivery
  *       blind time: that transition's decision -> its arrival on every client.
