@@ -115,6 +115,7 @@ elected another leader. Runs b1-b6 and H1-H2 of this session (H1-H2 alternated w
 | b6 | 0febc04 (the bridge after 1 s of silence, not after an event-loop stall) | **1,667 ms** (try 2: decided 1.01 s, stored 1.27 s after the kill) | **5,212 ms** (try 3: decided 0.81 s, stored 4.60 s after the kill; it led nothing else) | 3,041 ms |
 | H1 | 663aa9c (as b6) | **5,664 ms** (try 1: decided 1.97 s, stored 5.35 s after the kill) | **8,101 ms** (try 1: decided 0.62 s, stored 8.10 s after; it also led \`PEG_INTAKE\`) | 5,901 ms |
 | H2 (the section above) | + the engines log "transition stored late" (the final code) | **1,036 ms** (try 2: decided 0.79 s, stored 0.98 s after the kill) | **7,888 ms** (try 5: decided 0.70 s, stored 7.54 s after; it led nothing else; 145 transitions logged stored 3.4-6.8 s after their decision) | 4,159 ms |
+| c1 (2026-11-28 05:56, the session after) | 1c81866 (the node-loss steps in \`cluster-loss-steps.ts\`, one read-by-sequence helper) | 8,921 ms, not a measurement of the loss (try 2: decided 0.06 s, stored 7.66 s after the kill; the try came 0.2 s after try 1's node was back, whose catch-up had just made engine-3's renewals time out: its intake and 8 of its partitions fenced and taken again, and the decision waited for those take-overs) | **7,041 ms** (try 3: decided 0.66 s, stored 6.46 s after; it led \`PEG_DELIVERIES\`) | 5,880 ms |
 
 - **A node that leads no stream**: met in 4 of the 5 runs where it was measured with the bridge below (b3, b5, b6, H2:
   1.0-2.3 s after the kill); missed in H1 (5.7 s: the transition was decided 1.97 s after the kill and stored 3.4 s
@@ -140,7 +141,9 @@ elected another leader. Runs b1-b6 and H1-H2 of this session (H1-H2 alternated w
   restarts; not bounded (as in the runs below).
 - **A node restarted after a loss** once made every engine's lease renewals time out for about a second (b4, 02:41:13,
   while the node re-established its routes): every partition was fenced and taken back. Nothing was lost or decided
-  twice; the cause is not found.
+  twice; the cause is not found. Seen again in c1: 0.5 s after the node was current again, one engine's renewals
+  timed out, and its intake lease and 8 of its partitions were fenced and taken again (by the same engine, 0.5-4.6 s
+  later). A try of 2a or 2b now starts only once no engine logged a lease or the intake moving for 3 s.
 
 **Runs of 2026-11-27 23:47 to 11-28 01:12 (the session after), on another machine** (AMD EPYC, 2 cores
 visible, 24 GiB; runs 24-50 ran on an Intel Xeon at 2.5 GHz, 2 cores), the new code and the one before alternated in

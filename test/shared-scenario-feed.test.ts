@@ -1,8 +1,9 @@
 /**
  * A scenario shared by several engines (src/cli/service/feed.ts): the intake opens it after the stream's watermark;
  * the first intake, on an empty PEG_INTAKE, from the scenario's first sample however far the shared timeline ran
- * while the engines started (those already due at once, in order), so the cluster's history is the offline replay's.
- * Engines' clocks start at the timeline's start.
+ * while the engines started (those already due at once, in order), so the cluster's history is the offline replay's;
+ * on a timeline older than what PEG_INTAKE keeps (15 minutes), from that far back. Engines' clocks start at the
+ * timeline's start.
  */
 import { firstValueFrom, take, toArray } from "rxjs";
 import { describe, expect, it } from "vitest";
@@ -18,8 +19,8 @@ const samples = loadScenario(SCENARIO).samples;
 const first = samples[0]!.ts;
 
 /** The shared feed with its timeline `lateBy` ms of scenario time past its start (the engines' boot, scaled). */
-async function sharedFeed(lateBy: number) {
-  const config = parseConfig({ FEED: `scenario:${SCENARIO}`, SCENARIO_SPEED: "30", ROLE: "engine" });
+async function sharedFeed(lateBy: number, speed = 30) {
+  const config = parseConfig({ FEED: `scenario:${SCENARIO}`, SCENARIO_SPEED: String(speed), ROLE: "engine" });
   const base = new SimulatedClock(Date.parse("2026-11-28T05:00:00Z"));
   return feedFor(config, loadShippedCatalog(), base, () => {}, new IntakeThrottle({ clock: base }), new Map(), async (start) => start + lateBy);
 }
@@ -35,6 +36,13 @@ describe("a scenario shared by several engines", () => {
     expect(emitted).toEqual(due);
     // Every sample up to the timeline's now is out: the watermark is that now (the next sample is not yet due).
     expect(opened.watermark()).toBe(first + 95_000);
+  });
+
+  it("on an older timeline, an empty stream (expired while the deployment was stopped) resumes as far back as it keeps", async () => {
+    // SCENARIO_SPEED=1, the timeline 20 minutes in: PEG_INTAKE keeps 15 minutes.
+    const feed = await sharedFeed(20 * 60_000, 1);
+    const [firstOut] = await firstValueFrom(feed.from!(-Infinity).samples.pipe(take(1), toArray()));
+    expect(firstOut).toEqual(samples.find((x) => x.ts > first + 5 * 60_000));
   });
 
   it("a later intake continues after the stream's watermark", async () => {

@@ -3,7 +3,7 @@ import type { Catalog } from "../../catalog/index.ts";
 import { ScaledClock, type Clock } from "../../clock.ts";
 import type { Config } from "../../config.ts";
 import type { Sample } from "../../methodology/index.ts";
-import { sharedScenarioNow, type LogFn, type natsLeaseStore, type RecoveryRead } from "../../streams/jetstream/index.ts";
+import { sharedScenarioNow, TOPOLOGY, type LogFn, type natsLeaseStore, type RecoveryRead } from "../../streams/jetstream/index.ts";
 import type { IntakeThrottle } from "../../streams/intake-throttle.ts";
 import { assembleSamples } from "../../streams/sources/assembly.ts";
 import type { SupplyLeg } from "../../streams/sources/legs.ts";
@@ -30,8 +30,9 @@ export interface Feed {
   readonly samplesOf?: (symbol: string, after: number, until: number) => Sample[];
   /**
    * Several engines on one scenario with a shared intake: the scenario's samples after `after` (the intake's last
-   * published watermark; -Infinity, an empty stream: from the scenario's first sample, as the offline replay) on the
-   * shared timeline, those already due at once, and the watermark (the next sample not yet due).
+   * published watermark; -Infinity, an empty stream: from the scenario's first sample, as the offline replay, or from
+   * as far back as PEG_INTAKE keeps on an older timeline) on the shared timeline, those already due at once, and the
+   * watermark (the next sample not yet due).
    */
   readonly from?: (after: number) => { readonly samples: Observable<Sample>; watermark(): number };
   /**
@@ -96,8 +97,12 @@ export async function feedFor(
           feed: scenarioFeed(scenario.samples.filter((x) => x.ts > scaled.now()), scaled, config.scenarioSpeed),
           samplesOf: (symbol, after, until) => (bySymbol.get(symbol) ?? []).filter((x) => x.ts > after && x.ts <= until),
           // The first intake (an empty stream) starts at the first sample, not at the timeline's now: the engines' boot
-          // took seconds of wall time, minutes of a scenario at SCENARIO_SPEED, and its first transitions were lost.
-          from: (after) => scenarioFrom(scenarioFeed, scenario.samples, after, scaled, config.scenarioSpeed),
+          // took seconds of wall time, minutes of a scenario at SCENARIO_SPEED, and its first transitions were lost. At
+          // most what PEG_INTAKE keeps, though: a deployment started again after its stream expired resumes there.
+          from: (after) => {
+            const kept = scaled.now() - TOPOLOGY.intake.maxAgeMs * config.scenarioSpeed;
+            return scenarioFrom(scenarioFeed, scenario.samples, Number.isFinite(after) ? after : kept, scaled, config.scenarioSpeed);
+          },
           timelineStart: first,
         };
       }
