@@ -2,7 +2,7 @@
  * The actor snapshot writer (src/streams/jetstream/snapshots.ts): latest state wins, encoded only when written; a
  * flush writes at most `maxPerFlush` assets, the longest-dirty first, `concurrency` at a time; a failed put stays
  * dirty unless replaced; a hand-over writes its asset at once, after its own write in flight and whatever other
- * flushes run; closing writes everything.
+ * flushes run; closing writes everything, what a flush running meanwhile failed to write included.
  */
 import type { KV } from "@nats-io/kv";
 import { describe, expect, it } from "vitest";
@@ -76,6 +76,27 @@ describe("SnapshotWriter", () => {
       ["a", "a1"],
       ["b", "b1"],
     ]);
+  });
+
+  it("closes after a flush whose put failed meanwhile by writing that asset again", async () => {
+    // The first put is lost (a connection that died); the server answers the next one.
+    const puts: string[] = [];
+    let tries = 0;
+    const kv = {
+      put: async (key: string, value: string) => {
+        await new Promise((r) => setTimeout(r, 1));
+        if (tries++ === 0) throw new Error("no ack");
+        puts.push(`${key}=${value}`);
+      },
+    } as unknown as KV;
+    const w = new SnapshotWriter<string>(kv);
+    w.update("A", "a1");
+    const periodic = w.flush();
+    periodic.catch(() => {});
+    // The shutdown comes while that flush's put is out.
+    await w.close();
+    await expect(periodic).rejects.toThrow(/could not be written/);
+    expect(puts).toEqual(["A=a1"]);
   });
 
   it("writes one asset at once for a hand-over, whatever the budget", async () => {

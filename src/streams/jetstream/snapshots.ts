@@ -66,11 +66,17 @@ export class SnapshotWriter<T = string> {
   }
 
   /**
-   * Writes up to `maxPerFlush` dirty entries (all of them with `all`, as at shutdown or a hand-over). Concurrent calls
-   * share one flush.
+   * Writes up to `maxPerFlush` dirty entries (all of them with `all`, as at shutdown or a hand-over). A call during a
+   * flush waits for it, then flushes again: what that flush failed to write is dirty again and tried once more (a
+   * shutdown right after a put lost with its connection used to fail on the periodic flush's error).
    */
   flush(all = false): Promise<void> {
-    if (this.#flushing !== null) return this.#flushing.then(() => this.flush(all));
+    if (this.#flushing !== null) {
+      return this.#flushing.then(
+        () => this.flush(all),
+        () => this.flush(all),
+      );
+    }
     const batch: [string, T][] = [];
     for (const entry of this.#dirty) {
       if (!all && batch.length >= this.#maxPerFlush) break;
