@@ -45,6 +45,9 @@ export interface EngineLinkOptions {
   readonly clock?: Clock;
 }
 
+/** A transition stored this long after its decision is logged ("transition stored late"). */
+const SLOW_STORE_MS = 1_000;
+
 /**
  * Carries the engine's decisions to JetStream. Per asset, in decision order:
  * - every evaluated sample is echoed on core `peg.state.<mint>` and recorded in `PEG_SAMPLES`, many to a message
@@ -58,9 +61,6 @@ export interface EngineLinkOptions {
  * - the actor snapshot goes to KV `peg_actors` (coalesced), never ahead of an unacknowledged transition of its asset:
  *   a crash can lose a decision that was not acked, never record a state whose transition is missing.
  */
-/** A transition stored this long after its decision is logged ("transition stored late"). */
-const SLOW_STORE_MS = 1_000;
-
 export class EngineLink {
   readonly #host: ActorHost;
   readonly #js: JetStreamClient;
