@@ -110,6 +110,8 @@ export class ActorHost {
   readonly #events = new Subject<HostEvent>();
   /** Shared by every slot (one function per host, not one closure per actor). */
   readonly #deliverTo = (slot: Slot<HostAsset>, e: BandEmitted): void => this.#deliver(slot, e);
+  /** Asked before a dwell timer evaluates (`guardTimers`); null: every timer evaluates. */
+  #mayDecide: ((mint: string) => boolean) | null = null;
   #stopped = false;
 
   /** Every published recompute and every transition, in order per asset. Hot; completes on `stop()`. */
@@ -273,6 +275,16 @@ export class ActorHost {
     return slot !== undefined && !slot.released;
   }
 
+  /**
+   * From now on, an actor's dwell timer asks `mayDecide(mint)` when it is due, before it evaluates: false and it does
+   * nothing. A scale-out engine passes its lease's check (`fenceIfDue`): a timer that runs late, past the lease's
+   * fencing deadline (a busy event loop), fences the asset instead of deciding for it, as a sample would. Applies to
+   * actors started after the call (a partition's actors start when their lease is acquired).
+   */
+  guardTimers(mayDecide: (mint: string) => boolean): void {
+    this.#mayDecide = mayDecide;
+  }
+
   /** Stops every actor (cancelling their timers) and completes `events$`. Idempotent. */
   stop(): void {
     if (this.#stopped) return;
@@ -289,8 +301,9 @@ export class ActorHost {
       options: this.#step,
       ...(engine === undefined ? {} : { engine }),
     };
+    const clock = this.#mayDecide === null ? this.#clock : new GuardedClock(this.#clock, asset.mint, this.#mayDecide);
     // Options only when set: XState treats a present-but-undefined option differently from an absent one.
-    return createActor(bandMachine, this.#inspect === undefined ? { input, clock: this.#clock } : { input, clock: this.#clock, inspect: this.#inspect });
+    return createActor(bandMachine, this.#inspect === undefined ? { input, clock } : { input, clock, inspect: this.#inspect });
   }
 
   /** Delivers what the actor puts in its outbox, in order, synchronously (inside `ingest` or the timer callback). */
@@ -356,5 +369,28 @@ export class ActorHost {
           return;
       }
     }
+  }
+}
+
+/** One actor's clock under `guardTimers`: the host's, each timer asking whether its asset may still decide. */
+class GuardedClock implements Clock {
+  constructor(
+    readonly clock: Clock,
+    readonly mint: string,
+    readonly mayDecide: (mint: string) => boolean,
+  ) {}
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  setTimeout(fn: () => void, ms: number): unknown {
+    return this.clock.setTimeout(() => {
+      if (this.mayDecide(this.mint)) fn();
+    }, ms);
+  }
+
+  clearTimeout(id: unknown): void {
+    this.clock.clearTimeout(id);
   }
 }

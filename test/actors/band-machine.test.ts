@@ -108,6 +108,41 @@ describe("band machine dwell on a simulated clock", () => {
   });
 });
 
+describe("guarded dwell timers (a scale-out engine's lease check)", () => {
+  it("a due timer asks first: refused, it decides nothing; allowed, it commits at its deadline as an unguarded one", () => {
+    const run = (allow: boolean) => {
+      const { clock, host, transitions } = setup();
+      const asked: string[] = [];
+      host.guardTimers((mint) => {
+        asked.push(mint);
+        return allow;
+      });
+      // Actors started after the call are guarded (a partition's start when their lease is acquired).
+      host.release("USDC");
+      host.activateAsset("USDC");
+      const since = enterDriftCandidate(clock, host);
+      clock.set(since + 30_000);
+      return { asked, state: host.machineState("USDC"), transitions: transitions() };
+    };
+    const refused = run(false);
+    expect(refused.asked).toEqual([USDC.mint]);
+    expect(refused.state).toBe("PEGGED");
+    expect(refused.transitions).toHaveLength(0);
+    const allowed = run(true);
+    expect(allowed.asked).toEqual([USDC.mint]);
+    expect(allowed.state).toBe("DRIFT");
+    expect(allowed.transitions.map((r) => r.inputs_frozen.trigger)).toEqual(["dwell_timer"]);
+    // Samples are not asked (the partition checks them in its own ingest).
+    const { clock, host } = setup();
+    const asked: string[] = [];
+    host.guardTimers((mint) => asked.push(mint) > 0);
+    host.release("USDC");
+    host.activateAsset("USDC");
+    host.ingest(usdc(clock, "1"));
+    expect(asked).toEqual([]);
+  });
+});
+
 describe("snapshot and restore", () => {
   it("restores mid-dwell and still commits at the original deadline", () => {
     const a = setup();

@@ -9,9 +9,9 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ActorHost, assetStateFromJSON } from "../../src/actors/index.ts";
 import { loadShippedCatalog } from "../../src/catalog/index.ts";
-import { SimulatedClock, systemClock } from "../../src/clock.ts";
+import { SimulatedClock, systemClock, type Clock } from "../../src/clock.ts";
 import { D, type Sample } from "../../src/methodology/index.ts";
-import { EngineLink, ensureTopology, natsLeaseStore, startPartition, type Partition, type Topology } from "../../src/streams/jetstream/index.ts";
+import { EngineLink, ensureTopology, natsLeaseStore, subjects, TOPOLOGY, startPartition, type Partition, type Topology } from "../../src/streams/jetstream/index.ts";
 import { fnv1a32, leaseUnits, partitionOf } from "../../src/streams/jetstream/lease-partitions.ts";
 import { LeaseManager, type LeaseStore } from "../../src/streams/jetstream/leases.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
@@ -169,7 +169,15 @@ describe("two engines leasing partitions on a nats-server (startPartition)", () 
   const assets = catalog.active.slice(0, 12);
   const T0 = Date.parse("2026-06-01T00:00:00Z");
 
-  async function engine(id: string): Promise<{ partition: Partition; host: ActorHost; link: EngineLink; topology: Topology; feed: (n: number) => void }> {
+  async function engine(id: string, wall: Clock = systemClock): Promise<{
+    partition: Partition;
+    host: ActorHost;
+    link: EngineLink;
+    topology: Topology;
+    clock: SimulatedClock;
+    /** `n` seconds of samples of every asset, at $1 unless `market` says otherwise. */
+    feed: (n: number, market?: Readonly<Record<string, string>>) => void;
+  }> {
     const nc = await connect({ servers: nats.url });
     conns.push(nc);
     const topology = await ensureTopology(nc);
@@ -178,19 +186,19 @@ describe("two engines leasing partitions on a nats-server (startPartition)", () 
     const link = new EngineLink(host, nc, (await import("@nats-io/jetstream")).jetstream(nc), topology, { snapshotEveryMs: 60_000, retryBaseMs: 20 });
     link.start();
     const store = await natsLeaseStore(nc, 1);
-    const partition = startPartition({ store, host, link, topology, assets, clock: systemClock, engineClock: clock, log: () => {}, partitions: 4, self: id, lease: { ttlMs: 2_500, renewEveryMs: 500 } });
+    const partition = startPartition({ store, host, link, topology, assets, clock: wall, engineClock: clock, log: () => {}, partitions: 4, self: id, lease: { ttlMs: 2_500, renewEveryMs: 500 } });
     let t = T0;
-    const feed = (n: number) => {
+    const feed = (n: number, market: Readonly<Record<string, string>> = {}) => {
       for (let i = 0; i < n; i++) {
         t += 1_000;
         clock.set(t);
         for (const a of assets) {
-          const s: Sample = { asset: a.symbol, ts: t, intrinsic_usd: new D(1), market_usd: new D("1"), intrinsic_sol: null, market_sol: null, cr: null, oracle: {}, intrinsic_stale: false };
+          const s: Sample = { asset: a.symbol, ts: t, intrinsic_usd: new D(1), market_usd: new D(market[a.symbol] ?? "1"), intrinsic_sol: null, market_sol: null, cr: null, oracle: {}, intrinsic_stale: false };
           partition.ingest(s, t);
         }
       }
     };
-    return { partition, host, link, topology, feed };
+    return { partition, host, link, topology, clock, feed };
   }
 
   it("runs every asset on exactly one engine and hands a partition over with every asset's snapshot flushed first", async () => {
@@ -229,5 +237,36 @@ describe("two engines leasing partitions on a nats-server (startPartition)", () 
     await b.link.close();
     a.host.stop();
     b.host.stop();
+  }, 60_000);
+
+  it("a dwell timer that runs past the lease's fencing deadline fences the partition instead of deciding", async () => {
+    // The wall clock the leases read, which jumps ahead of the timers when the event loop stalls (`stalled`).
+    let stalled = 0;
+    const wall: Clock = { now: () => Date.now() + stalled, setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) };
+    const e = await engine("engine-c", wall);
+    await e.partition.leases.start();
+    await waitFor(() => assets.every((x) => e.host.runs(x.mint)), 20_000, "the engine to run every asset");
+    const usdc = catalog.bySymbol("USDC")!;
+    const subject = subjects.transition(usdc.mint);
+    const lastSeq = async () => (await e.topology.jsm.streams.getMessage(TOPOLOGY.transitions.stream, { last_by_subj: subject }).catch(() => null))?.seq ?? 0;
+    // USDC becomes a DRIFT candidate: 1, then 0.99 (its dwell timer due 30 s of engine time later).
+    e.feed(1);
+    e.feed(1, { USDC: "0.99" });
+    await e.link.settle(usdc.mint);
+    const before = await lastSeq();
+    expect(e.host.deadline(usdc.mint)).not.toBeNull();
+    // The event loop stalls past the fencing deadline: the lease's fence timer has not run, its unit is not live.
+    stalled = 10_000;
+    const unit = leaseUnits(assets.map((x) => x.mint), 4).unitOf(usdc.mint);
+    expect(e.partition.leases.held.has(unit)).toBe(true);
+    // The dwell timer runs first: it fences the partition and decides nothing.
+    e.clock.set(e.host.deadline(usdc.mint)!);
+    expect(e.partition.leases.held.has(unit)).toBe(false);
+    expect(e.host.runs(usdc.mint)).toBe(false);
+    await e.link.settle(usdc.mint);
+    expect(await lastSeq()).toBe(before);
+    e.partition.leases.abandon();
+    await e.link.close();
+    e.host.stop();
   }, 60_000);
 });

@@ -74,6 +74,11 @@ export interface Partition {
   holds(mint: string): boolean;
   /** How many assets this engine holds leases for. */
   heldAssets(): number;
+  /**
+   * Whether this engine runs the cluster's chores now (the stream leaders' placement, `LeaderSpread`): it holds the
+   * first lease unit, which one engine at a time does.
+   */
+  leadsChores(): boolean;
   /** Routes a sample to its actor when this engine runs the asset and the sample is new to it. */
   ingest(sample: Sample, now: EpochMs): IngestResult;
   /** Hands every lease back (actors stopped, transitions acked, snapshots flushed). */
@@ -162,6 +167,9 @@ export function startPartition(o: PartitionOptions): Partition {
     },
   });
 
+  // A dwell timer that runs past the lease's fencing deadline fences its partition instead of deciding, as `ingest` does.
+  o.host.guardTimers((mint) => leases.fenceIfDue(units.unitOf(mint)));
+
   // A rejected fencing token while the lease is still ours: the stream moved (the previous owner's late publish).
   o.link.onConflict(async (mint) => {
     if (!holds(mint)) return;
@@ -179,6 +187,7 @@ export function startPartition(o: PartitionOptions): Partition {
       for (const unit of leases.held) n += units.assetsOf(unit).length;
       return n;
     },
+    leadsChores: () => units.units.length > 0 && leases.live(units.units[0]!),
     ingest: (sample, now) => {
       const asset = bySymbol.get(sample.asset);
       if (asset === undefined) return { status: "unknown_asset" };
