@@ -15,6 +15,7 @@ import {
   readRecovery,
   RecentAlertIds,
   serveMachineInspection,
+  LeaderSpread,
   startPartition,
   type LiveState,
   type LogFn,
@@ -206,6 +207,11 @@ export async function startEngine(p: EngineParts): Promise<Engine> {
     });
     partition = started;
     undo.push(() => started.stop());
+    if (config.natsReplicas > 1) {
+      const spread = new LeaderSpread({ nc: nats.nc, jsm: nats.topology.jsm, duty: () => started.leadsChores(), clock: p.clock, log });
+      spread.start();
+      undo.push(() => spread.stop());
+    }
   }
   const stopActors = () => {
     acked.unsubscribe();

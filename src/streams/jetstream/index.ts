@@ -41,5 +41,6 @@ export { sharedScenarioNow, startPartition, type Partition, type PartitionIntake
 export { ensureIntakeStream } from "./topology.ts";
 export { IntakeConsumer, type IntakeConsumerOptions, type IntakeHold } from "./intake-consumer.ts";
 export { IntakeLeader, INTAKE_LEASE_KEY, type IntakeSource } from "./intake-leader.ts";
+export { LeaderSpread } from "./leader-spread.ts";
 export { LEASE_MAX_STALL_MS, LeaseKeeperThread, type LeaseKeeper } from "./lease-keeper.ts";
 export { IntakePublisher } from "./intake-publisher.ts";
