@@ -17,11 +17,12 @@ const PULL = { max_messages: 1_000, expires: 3_000 } as const;
 /** No message for this long (the intake ticks every 50 ms) while the stream moved on: the consumer is re-created. */
 const STALL_MS = 3_000;
 /**
- * The consumer silent this long (the intake publishes every 50 ms): the stream is read message by message meanwhile
- * (`#bridge`), until the consumer delivers again. Above the engine's usual event-loop stalls under load (0.6-0.9 s
- * in bench:cluster's take-overs), far below a meta group's election (4-9 s).
+ * The consumer silent this long (the intake publishes every 50 ms: ten publishes missed): the stream is read message
+ * by message meanwhile (`#bridge`), until the consumer delivers again. A stall of the engine's own event loop does not
+ * count (the bridge's first tick after one only looks). 1 s until 2026-11-28: in bench:cluster run c3 an engine whose
+ * consumer died with its node evaluated 1.6 s late; a needless bridge costs a few reads of what the consumer delivers.
  */
-const BRIDGE_AFTER_MS = 1_000;
+const BRIDGE_AFTER_MS = 500;
 /** Read a partition's history from this long before the wall instant of the state it resumes from. */
 const HISTORY_SLACK_MS = 2_000;
 /**
