@@ -7,6 +7,7 @@
  */
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { LEADER_SPREAD_EVERY_MS, LEASE_STREAM } from "../src/streams/jetstream/leader-spread.ts";
 import type { ClusterNode, TestNatsCluster } from "../test/support/nats-cluster.ts";
 import { waitFor } from "../test/support/ports.ts";
 import { awaitCurrent, killBeforeTick, lastSeq, metaLeader, moveLeadersOff, nextDecided, pollReads, storedAt, storedDecidedIn, streamsLedBy, type NextTransition } from "./cluster-node-loss.ts";
@@ -139,17 +140,22 @@ export async function followerLoss(r: LossRun, m: ClusterDraft): Promise<void> {
   m.follower_loss_reads_not_200 = statuses.filter((x) => x !== 200).length;
 }
 
-/** The leader of PEG_TRANSITIONS once the proxied engine's node no longer leads it (it is asked to step down). */
+/**
+ * The leader of PEG_TRANSITIONS once the proxied engine's node no longer leads it (it is asked to step down) and the
+ * lease bucket's leader is another node (the engines' `LeaderSpread` moves PEG_TRANSITIONS off it within a period).
+ */
 async function transitionsLeaderOffProxied(r: LossRun): Promise<ClusterNode> {
-  const leaderName = async () => (await r.jsm.streams.info("PEG_TRANSITIONS")).cluster?.leader;
-  for (let i = 0; i < 5 && (await leaderName()) === r.proxied.name; i++) {
-    await r.conn.request("$JS.API.STREAM.LEADER.STEPDOWN.PEG_TRANSITIONS", undefined, { timeout: 5_000 }).catch(() => null);
-    await waitFor(async () => ((await leaderName()) ?? r.proxied.name) !== r.proxied.name, 10_000, "a new leader").catch(() => {});
+  const leaderName = async (stream: string) => (await r.jsm.streams.info(stream)).cluster?.leader;
+  const deadline = Date.now() + r.slowMs;
+  while (Date.now() < deadline) {
+    const [transitions, leases] = [await leaderName("PEG_TRANSITIONS"), await leaderName(LEASE_STREAM)];
+    const leader = r.cluster.nodes.find((n) => n.name === transitions);
+    if (leader !== undefined && leader !== r.proxied && transitions !== leases) return leader;
+    if (leader === r.proxied) await r.conn.request("$JS.API.STREAM.LEADER.STEPDOWN.PEG_TRANSITIONS", undefined, { timeout: 5_000 }).catch(() => null);
+    // Led by the lease bucket's leader (or electing): the engines move it within a period.
+    await new Promise((resolve) => setTimeout(resolve, leader === r.proxied ? 1_000 : LEADER_SPREAD_EVERY_MS / 10));
   }
-  const name = await leaderName();
-  const leader = r.cluster.nodes.find((n) => n.name === name && n !== r.proxied);
-  if (leader === undefined) throw new Error(`PEG_TRANSITIONS is led by ${String(name)}, the proxied engine's node`);
-  return leader;
+  throw new Error("PEG_TRANSITIONS stayed on the proxied engine's node or the lease bucket's leader");
 }
 
 /**
