@@ -141,33 +141,47 @@ export async function followerLoss(r: LossRun, m: ClusterDraft): Promise<void> {
 }
 
 /**
- * The leader of PEG_TRANSITIONS once the proxied engine's node no longer leads it (it is asked to step down) and the
- * lease bucket's leader is another node (the engines' `LeaderSpread` moves PEG_TRANSITIONS off it within a period).
+ * The node leading `stream` once it is not the proxied engine's (`stream` is asked to step down while it is) and,
+ * unless `stream` is the lease bucket itself, not the lease bucket's leader either (the engines' `LeaderSpread` moves
+ * a stream off that node within a period). `stepped`: whether a step-down was asked (the cluster settles again).
  */
-async function transitionsLeaderOffProxied(r: LossRun): Promise<ClusterNode> {
-  const leaderName = async (stream: string) => (await r.jsm.streams.info(stream)).cluster?.leader;
+async function leaderOffProxied(r: LossRun, stream: string): Promise<{ node: ClusterNode; stepped: boolean }> {
+  const leaderName = async (s: string) => (await r.jsm.streams.info(s)).cluster?.leader;
   const deadline = Date.now() + r.slowMs;
+  let stepped = false;
   while (Date.now() < deadline) {
-    const [transitions, leases] = [await leaderName("PEG_TRANSITIONS"), await leaderName(LEASE_STREAM)];
-    const leader = r.cluster.nodes.find((n) => n.name === transitions);
-    if (leader !== undefined && leader !== r.proxied && transitions !== leases) return leader;
-    if (leader === r.proxied) await r.conn.request("$JS.API.STREAM.LEADER.STEPDOWN.PEG_TRANSITIONS", undefined, { timeout: 5_000 }).catch(() => null);
-    // Led by the lease bucket's leader (or electing): the engines move it within a period.
-    await new Promise((resolve) => setTimeout(resolve, leader === r.proxied ? 1_000 : LEADER_SPREAD_EVERY_MS / 10));
+    const [led, leases] = [await leaderName(stream), await leaderName(LEASE_STREAM)];
+    const node = r.cluster.nodes.find((n) => n.name === led);
+    if (node !== undefined && node !== r.proxied && (stream === LEASE_STREAM || led !== leases)) return { node, stepped };
+    if (node === r.proxied) {
+      stepped = true;
+      await r.conn.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, undefined, { timeout: 5_000 }).catch(() => null);
+    }
+    // Electing, or led by the lease bucket's leader: the engines move it within a period.
+    await new Promise((resolve) => setTimeout(resolve, node === r.proxied ? 1_000 : LEADER_SPREAD_EVERY_MS / 10));
   }
-  throw new Error("PEG_TRANSITIONS stayed on the proxied engine's node or the lease bucket's leader");
+  throw new Error(`${stream} stayed on the proxied engine's node${stream === LEASE_STREAM ? "" : " or the lease bucket's leader"}`);
+}
+
+/** A settled cluster and the node leading `stream` (`leaderOffProxied`), settled again after a step-down it asked. */
+async function settledLeaderOf(r: LossRun, stream: string): Promise<ClusterNode> {
+  await awaitSettled(r);
+  const { node, stepped } = await leaderOffProxied(r, stream);
+  if (!stepped) return node;
+  await awaitSettled(r);
+  return (await leaderOffProxied(r, stream)).node;
 }
 
 /**
  * 2b. SIGKILL of the nats-server leading PEG_TRANSITIONS (never the proxied engine's node: it steps down first if it
- * leads), just before the intake's next tick: no transition can be stored before the stream's election ends. A quiet
- * try is followed by the node's restart and, once every partition is leased again, another try.
+ * leads; nor the lease bucket's leader, which the engines keep apart), just before the intake's next tick: no
+ * transition can be stored before the stream's election ends. The node is started again after each try; a quiet try
+ * is followed, once every partition is leased again, by another.
  */
 export async function leaderLoss(r: LossRun, m: ClusterDraft): Promise<void> {
   const reads = pollReads(r.apiPorts, r.readSymbol);
   for (let attempt = 1; ; attempt++) {
-    await awaitSettled(r);
-    const leader = await transitionsLeaderOffProxied(r);
+    const leader = await settledLeaderOf(r, "PEG_TRANSITIONS");
     m.nats_node_killed = leader.name;
     m.node_loss_attempts = attempt;
     // Who else the killed node led: a stream or bucket whose leader dies takes no writes until its election ends (4-7 s
@@ -191,11 +205,10 @@ export async function leaderLoss(r: LossRun, m: ClusterDraft): Promise<void> {
     r.step(killLine(next, killedAt));
     // Engines that could not renew through the election stop their assets (fenced) until they lease them again.
     m.node_loss_leases_lost = leasesLost(r.engines, killedAt);
-    if (measured(next, killedAt) || attempt >= LOSS_TRIES) {
-      m.node_loss_ws_delay_max_ms = await deliveryDelayAfter(r, killedAt);
-      break;
-    }
+    const done = measured(next, killedAt) || attempt >= LOSS_TRIES;
+    if (done) m.node_loss_ws_delay_max_ms = await deliveryDelayAfter(r, killedAt);
     await restart(r, leader);
+    if (done) break;
   }
   const statuses = await reads.stop();
   m.reads_during_node_loss = statuses.length;
@@ -211,4 +224,37 @@ async function deliveryDelayAfter(r: LossRun, killedAt: number): Promise<number>
   await waitFor(() => r.clients.every((c) => after(c).length >= r.nodeTransitions), 60_000, "transitions after the node loss", 100).catch(() => {});
   const first = r.clients.flatMap((c) => after(c).slice(0, r.nodeTransitions));
   return Math.max(...first.map((t) => t.received_at - Math.max(t.decided_at, killedAt)));
+}
+
+/**
+ * 2c. SIGKILL of the nats-server leading the lease bucket (`KV_PEG_LEASES`; never the proxied engine's node: the
+ * bucket steps down first if it leads), just before the intake's next tick. No lease is renewed until the bucket's
+ * election ends (4-9 s on nats-server 2.9), and every engine fences its partitions 1 s after its last renewal: what
+ * the engines' `LeaderSpread` keeps from adding up with the election of PEG_TRANSITIONS (c3: 24 s). The node is left
+ * down (step 3 runs on two nodes).
+ */
+export async function leaseLeaderLoss(r: LossRun, m: ClusterDraft): Promise<void> {
+  const reads = pollReads(r.apiPorts, r.readSymbol);
+  for (let attempt = 1; ; attempt++) {
+    const node = await settledLeaderOf(r, LEASE_STREAM);
+    m.lease_leader_node_killed = node.name;
+    m.lease_leader_loss_attempts = attempt;
+    m.lease_leader_loss_led = [...(await streamsLedBy(r.jsm, node.name)).filter((s) => s !== LEASE_STREAM), ...(metaLeader(r.cluster) === node.name ? ["the JetStream meta group"] : [])];
+    r.step(`SIGKILL of nats-server ${node.name}, the lease bucket's leader (it also leads ${m.lease_leader_loss_led.join(", ") || "nothing else"}; try ${attempt})`);
+    const seqBefore = await lastSeq(r.jsm, "PEG_TRANSITIONS");
+    const killedAt = await killBeforeTick(r.jsm, node, r.tickMs);
+    const next = await measuredNext(r, killedAt, seqBefore, attempt);
+    if (next !== null) {
+      m.lease_leader_loss_to_next_ws_ms = next.receivedAt - killedAt;
+      m.lease_leader_loss_next_decided_ms = next.decidedAt - killedAt;
+      m.lease_leader_loss_next_stored_ms = ((await storedAt(r.jsm, next.seq)) ?? NaN) - killedAt;
+    }
+    r.step(killLine(next, killedAt));
+    m.lease_leader_loss_leases_lost = leasesLost(r.engines, killedAt);
+    if (measured(next, killedAt) || attempt >= LOSS_TRIES) break;
+    await restart(r, node);
+  }
+  const statuses = await reads.stop();
+  m.lease_leader_loss_reads = statuses.length;
+  m.lease_leader_loss_reads_not_200 = statuses.filter((x) => x !== 200).length;
 }

@@ -44,7 +44,7 @@ import { ackedHistory, earlyHandovers, watchLeases, type EarlyHandover } from ".
 import { deployedNodeArgs, roleEnv } from "../test/scale/deploy-env.ts";
 import { startTcpProxyProcess, type TcpProxyProcess } from "../test/scale/tcp-proxy.ts";
 import { compareHistory } from "./cluster-history.ts";
-import { followerLoss, leaderLoss, type LossRun } from "./cluster-loss-steps.ts";
+import { followerLoss, leaderLoss, leaseLeaderLoss, type LossRun } from "./cluster-loss-steps.ts";
 import { lastSeq } from "./cluster-node-loss.ts";
 import { spawnRole, TransitionClient, type LogLine, type RoleProcess } from "./cluster-procs.ts";
 import { writeClusterSection, type ClusterDraft, type ClusterRun } from "./cluster-report.ts";
@@ -353,7 +353,7 @@ async function run(m: ClusterDraft): Promise<void> {
   await steadyState(r, m);
   const killedAt = await engineKill(r, m);
   // 2. Loss of a nats-server that leads no stream (nor, when the logs tell, the meta group), then of the one leading
-  // PEG_TRANSITIONS.
+  // PEG_TRANSITIONS, then of the one leading the lease bucket.
   const loss: LossRun = {
     ...r,
     engines: r.engines.slice(1),
@@ -366,6 +366,7 @@ async function run(m: ClusterDraft): Promise<void> {
   };
   await followerLoss(loss, m);
   await leaderLoss(loss, m);
+  await leaseLeaderLoss(loss, m);
   await networkPartition(r, m);
   await readBack(r, m, killedAt);
 }
