@@ -213,6 +213,8 @@ describe("two engines leasing partitions on a nats-server (startPartition)", () 
       "both engines to hold partitions and run their assets",
     );
     for (const asset of assets) expect([a, b].filter((e) => e.host.runs(asset.mint))).toHaveLength(1);
+    // The cluster's chores (the stream leaders' placement) run on exactly one of them: the holder of the first partition.
+    expect([a, b].filter((e) => e.partition.leadsChores())).toHaveLength(1);
     const keys = [...(await a.partition.store.list("partition.")).keys()];
     expect(keys.length).toBe(leaseUnits(assets.map((x) => x.mint), 4).units.length);
     expect(await a.partition.store.list("asset.")).toEqual(new Map());
@@ -230,6 +232,8 @@ describe("two engines leasing partitions on a nats-server (startPartition)", () 
       expect(assetStateFromJSON(JSON.parse(snap!.string())).evaluatedAt, mint).toBe(evaluated.get(mint));
     }
     await waitFor(() => movedMints.every((m) => b.host.runs(m)), 20_000, "B to run A's assets");
+    expect(a.partition.leadsChores()).toBe(false);
+    await waitFor(() => b.partition.leadsChores(), 20_000, "B to run the chores");
     for (const mint of movedMints) expect(b.host.engineState(mint)!.evaluatedAt).toBe(evaluated.get(mint));
     expect(b.partition.heldAssets()).toBe(assets.length);
     await b.partition.stop();
