@@ -7,7 +7,7 @@
  */
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { LEADER_SPREAD_EVERY_MS, LEASE_STREAM } from "../src/streams/jetstream/leader-spread.ts";
+import { LEADER_SPREAD_EVERY_MS, LEASE_STREAM, SPREAD_STREAMS } from "../src/streams/jetstream/leader-spread.ts";
 import type { ClusterNode, TestNatsCluster } from "../test/support/nats-cluster.ts";
 import { waitFor } from "../test/support/ports.ts";
 import { awaitCurrent, killBeforeTick, lastSeq, metaLeader, moveLeadersOff, nextDecided, pollReads, storedAt, storedDecidedIn, streamsLedBy, type NextTransition } from "./cluster-node-loss.ts";
@@ -227,16 +227,51 @@ async function deliveryDelayAfter(r: LossRun, killedAt: number): Promise<number>
 }
 
 /**
+ * When every partition the engines fenced after `since` ran again: the instant of the last `acquired assets` line of
+ * one (at or after its fence), or null while one is not acquired again (a partition is a lease unit: its line's
+ * `unit`).
+ */
+function refencedRestoredAt(engines: readonly RoleProcess[], since: number): number | null {
+  const lines = engines.flatMap((e) => e.lines).filter((l) => l.at >= since);
+  const fenced = new Map<string, number>();
+  for (const l of lines) if (l.msg.startsWith("lease not renewed in time") && !fenced.has(String(l["mint"]))) fenced.set(String(l["mint"]), l.at);
+  let last = since;
+  for (const [unit, at] of fenced) {
+    const back = lines.find((l) => l.msg === "acquired assets" && String(l["unit"]) === unit && l.at >= at);
+    if (back === undefined) return null;
+    last = Math.max(last, back.at);
+  }
+  return last;
+}
+
+/**
+ * The lease bucket's leader, once it leads none of `SPREAD_STREAMS` (the engines' `LeaderSpread` moves them off it
+ * within a period of a restart's elections) and is not the proxied engine's node.
+ */
+async function settledLeaseLeader(r: LossRun): Promise<ClusterNode> {
+  const deadline = Date.now() + r.slowMs;
+  for (;;) {
+    const node = await settledLeaderOf(r, LEASE_STREAM);
+    const shared = (await streamsLedBy(r.jsm, node.name)).filter((s) => SPREAD_STREAMS.includes(s));
+    if (shared.length === 0) return node;
+    if (Date.now() > deadline) throw new Error(`the lease bucket's leader ${node.name} still leads ${shared.join(", ")}`);
+    await new Promise((resolve) => setTimeout(resolve, LEADER_SPREAD_EVERY_MS / 5));
+  }
+}
+
+/**
  * 2c. SIGKILL of the nats-server leading the lease bucket (`KV_PEG_LEASES`; never the proxied engine's node: the
- * bucket steps down first if it leads), just before the intake's next tick. No lease is renewed until the bucket's
- * election ends (4-9 s on nats-server 2.9), and every engine fences its partitions 1 s after its last renewal: what
- * the engines' `LeaderSpread` keeps from adding up with the election of PEG_TRANSITIONS (c3: 24 s). The node is left
- * down (step 3 runs on two nodes).
+ * bucket steps down first if it leads), once the engines have moved the other streams off it, just before the
+ * intake's next tick. No lease is renewed until the bucket's election ends (4-9 s on nats-server 2.9): every engine
+ * fences its partitions 1 s after its last renewal, and takes them back after the election. Timed from the kill to
+ * every fenced partition running again (the cluster's blind time), and to the next transition on every client (a
+ * decision of the second before the fences counts there). The node is left down, once every partition runs again
+ * (step 3 runs on two nodes).
  */
 export async function leaseLeaderLoss(r: LossRun, m: ClusterDraft): Promise<void> {
   const reads = pollReads(r.apiPorts, r.readSymbol);
   for (let attempt = 1; ; attempt++) {
-    const node = await settledLeaderOf(r, LEASE_STREAM);
+    const node = await settledLeaseLeader(r);
     m.lease_leader_node_killed = node.name;
     m.lease_leader_loss_attempts = attempt;
     m.lease_leader_loss_led = [...(await streamsLedBy(r.jsm, node.name)).filter((s) => s !== LEASE_STREAM), ...(metaLeader(r.cluster) === node.name ? ["the JetStream meta group"] : [])];
@@ -250,7 +285,10 @@ export async function leaseLeaderLoss(r: LossRun, m: ClusterDraft): Promise<void
       m.lease_leader_loss_next_stored_ms = ((await storedAt(r.jsm, next.seq)) ?? NaN) - killedAt;
     }
     r.step(killLine(next, killedAt));
+    await waitFor(() => refencedRestoredAt(r.engines, killedAt) !== null && r.leasedAgain(), r.slowMs, "every fenced partition to run again", 200);
     m.lease_leader_loss_leases_lost = leasesLost(r.engines, killedAt);
+    m.lease_leader_loss_to_restored_ms = refencedRestoredAt(r.engines, killedAt)! - killedAt;
+    r.step(`${m.lease_leader_loss_leases_lost} leases lapsed; every partition ran again ${m.lease_leader_loss_to_restored_ms} ms after the kill`);
     if (measured(next, killedAt) || attempt >= LOSS_TRIES) break;
     await restart(r, node);
   }
