@@ -20,7 +20,12 @@ import { launchChromium } from "../support/chromium.ts";
 const catalog = loadShippedCatalog();
 const dir = mkdtempSync(join(tmpdir(), "peg-chart-"));
 const results = join(process.cwd(), "test-results");
-const T0 = Date.UTC(2026, 10, 21, 9, 0, 0);
+/**
+ * The scenario's start: a whole minute half an hour ago. Recent, because the service keeps, and accepts, history only
+ * so many days back from the wall clock (HISTORY_RAW_DAYS, HISTORY_1M_DAYS): a fixed 2026-11-21 09:00 left this test
+ * no rollups from 2026-11-28 09:00 on.
+ */
+const T0 = Math.floor(Date.now() / 60_000) * 60_000 - 30 * 60_000;
 let running: TestService;
 let browser: Browser;
 let base: string;
