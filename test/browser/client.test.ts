@@ -44,7 +44,8 @@ const PAGE =
 
 /** USDC at par for 100 scenario seconds, then at 0.99: DEPEG after the 30 s entry dwell (about 13 s in at 10x). */
 function writeScenario(): string {
-  const t0 = Date.UTC(2026, 10, 21, 9, 0, 0);
+  // Recent: the service accepts samples only so many days back from the wall clock (HISTORY_RAW_DAYS).
+  const t0 = Math.floor(Date.now() / 60_000) * 60_000 - 30 * 60_000;
   const lines = ["# title: USDC to DEPEG for the client's browser test"];
   for (let s = 0; s <= 400; s += 5) {
     lines.push(JSON.stringify({ ts: new Date(t0 + s * 1000).toISOString(), asset: "USDC", intrinsic_usd: "1", market_usd: s < 100 ? "1" : "0.99" }));

@@ -30,7 +30,8 @@ let base: string;
  * pages have 20 s to load; the DEPEG candidate then commits after its 30 s entry dwell, 3 s later.
  */
 function writeScenario(): string {
-  const t0 = Date.UTC(2026, 10, 21, 9, 0, 0);
+  // Recent: the service accepts samples only so many days back from the wall clock (HISTORY_RAW_DAYS).
+  const t0 = Math.floor(Date.now() / 60_000) * 60_000 - 30 * 60_000;
   const lines = ["# title: USDC to DEPEG for the browser test", "# expect: USDC PEGGED->DEPEG"];
   for (let s = 0; s <= 800; s += 5) {
     const market = s < 200 ? "1" : "0.99";
