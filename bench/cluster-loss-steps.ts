@@ -7,9 +7,9 @@
  */
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { LEADER_SPREAD_EVERY_MS, LEASE_STREAM, SPREAD_STREAMS } from "../src/streams/jetstream/leader-spread.ts";
+import { LEADER_SPREAD_EVERY_MS, LEASE_STREAM, SPREAD_STREAMS, stepDownSubject } from "../src/streams/jetstream/leader-spread.ts";
 import type { ClusterNode, TestNatsCluster } from "../test/support/nats-cluster.ts";
-import { waitFor } from "../test/support/ports.ts";
+import { sleep, waitFor } from "../test/support/ports.ts";
 import { awaitCurrent, killBeforeTick, lastSeq, metaLeader, moveLeadersOff, nextDecided, pollReads, storedAt, storedDecidedIn, streamsLedBy, type NextTransition } from "./cluster-node-loss.ts";
 import type { RoleProcess, TransitionClient } from "./cluster-procs.ts";
 import { BLIND_DECISION_MS, type ClusterDraft } from "./cluster-report.ts";
@@ -155,10 +155,10 @@ async function leaderOffProxied(r: LossRun, stream: string): Promise<{ node: Clu
     if (node !== undefined && node !== r.proxied && (stream === LEASE_STREAM || led !== leases)) return { node, stepped };
     if (node === r.proxied) {
       stepped = true;
-      await r.conn.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, undefined, { timeout: 5_000 }).catch(() => null);
+      await r.conn.request(stepDownSubject(stream), undefined, { timeout: 5_000 }).catch(() => null);
     }
     // Electing, or led by the lease bucket's leader: the engines move it within a period.
-    await new Promise((resolve) => setTimeout(resolve, node === r.proxied ? 1_000 : LEADER_SPREAD_EVERY_MS / 10));
+    await sleep(node === r.proxied ? 1_000 : LEADER_SPREAD_EVERY_MS / 10);
   }
   throw new Error(`${stream} stayed on the proxied engine's node${stream === LEASE_STREAM ? "" : " or the lease bucket's leader"}`);
 }
@@ -255,7 +255,7 @@ async function settledLeaseLeader(r: LossRun): Promise<ClusterNode> {
     const shared = (await streamsLedBy(r.jsm, node.name)).filter((s) => SPREAD_STREAMS.includes(s));
     if (shared.length === 0) return node;
     if (Date.now() > deadline) throw new Error(`the lease bucket's leader ${node.name} still leads ${shared.join(", ")}`);
-    await new Promise((resolve) => setTimeout(resolve, LEADER_SPREAD_EVERY_MS / 5));
+    await sleep(LEADER_SPREAD_EVERY_MS / 5);
   }
 }
 

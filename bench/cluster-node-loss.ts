@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { stepDownSubject } from "../src/streams/jetstream/leader-spread.ts";
 import type { ClusterNode, TestNatsCluster } from "../test/support/nats-cluster.ts";
 import { sleep, waitFor } from "../test/support/ports.ts";
 import { nextTickAt } from "../test/scale/intake-tick.ts";
@@ -51,7 +52,7 @@ export function metaLeader(cluster: TestNatsCluster): string | null {
 export async function moveLeadersOff(nc: NatsConnection, jsm: JetStreamManager, node: string): Promise<string[]> {
   for (const s of await streamsLedBy(jsm, node)) {
     for (let i = 0; i < 5 && (await jsm.streams.info(s)).cluster?.leader === node; i++) {
-      await nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${s}`, undefined, { timeout: 5_000 }).catch(() => null);
+      await nc.request(stepDownSubject(s), undefined, { timeout: 5_000 }).catch(() => null);
       await waitFor(async () => ((await jsm.streams.info(s)).cluster?.leader ?? node) !== node, 5_000, `a new leader of ${s}`).catch(() => {});
     }
   }

@@ -8,7 +8,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/clock.ts";
 import { ensureTopology, natsLeaseStore, TOPOLOGY } from "../../src/streams/jetstream/index.ts";
-import { LEASE_STREAM, LeaderSpread } from "../../src/streams/jetstream/leader-spread.ts";
+import { LEASE_STREAM, LeaderSpread, stepDownSubject } from "../../src/streams/jetstream/leader-spread.ts";
 import { startNatsCluster, type TestNatsCluster } from "../support/nats-cluster.ts";
 import { startNats, type TestNats } from "../support/nats.ts";
 import { waitFor } from "../support/ports.ts";
@@ -42,7 +42,7 @@ describe("LeaderSpread on a three-node cluster (replicas 3)", () => {
       const leases = await leaderOf(jsm, LEASE_STREAM);
       const transitions = await leaderOf(jsm, TRANSITIONS);
       if (leases !== undefined && leases === transitions) return leases;
-      if (transitions !== undefined) await nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${TRANSITIONS}`, undefined, { timeout: 5_000 });
+      if (transitions !== undefined) await nc.request(stepDownSubject(TRANSITIONS), undefined, { timeout: 5_000 });
       await waitFor(async () => (await leaderOf(jsm, TRANSITIONS)) !== undefined, 20_000, "a leader of PEG_TRANSITIONS");
     }
     throw new Error("PEG_TRANSITIONS never landed on the lease bucket's leader");

@@ -19,7 +19,7 @@ export const SPREAD_STREAMS: readonly string[] = [TOPOLOGY.transitions.stream, `
 export const LEADER_SPREAD_EVERY_MS = 5_000;
 
 /** The JetStream API asks a stream's leader to step down (an election among its other peers follows at once). */
-const stepDownSubject = (stream: string) => `$JS.API.STREAM.LEADER.STEPDOWN.${stream}`;
+export const stepDownSubject = (stream: string) => `$JS.API.STREAM.LEADER.STEPDOWN.${stream}`;
 
 export interface LeaderSpreadOptions {
   readonly nc: NatsConnection;
